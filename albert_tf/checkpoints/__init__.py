@@ -1,0 +1,6 @@
+"""Checkpoint conversion: official TF1 layout <-> Keras model, and initialisation."""
+
+from albert_tf.checkpoints.init import init_from_checkpoint, restore_tf2_checkpoint
+from albert_tf.checkpoints.tf1 import (LoadReport, is_tf2_checkpoint, load_tf1_checkpoint,
+                                       resolve_checkpoint_path, save_tf1_checkpoint)
+from albert_tf.checkpoints.tf1_names import model_variable_map

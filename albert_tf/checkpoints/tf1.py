@@ -1,0 +1,128 @@
+"""Reading and writing checkpoints in the official TF1 (name-based) layout."""
+
+import dataclasses
+import os
+import re
+from typing import List
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.checkpoints import tf1_names
+from albert_tf.errors import AlbertError
+
+_GROUP_RE = re.compile(r"^(bert/encoder/transformer/)group_\d+/")
+
+
+@dataclasses.dataclass
+class LoadReport:
+  """What a checkpoint load did.
+
+  loaded: official names assigned to the model.
+  missing: model variables with an official name the checkpoint lacks (left as they were).
+  unexpected: checkpoint model variables the model has no place for (optimizer state excluded).
+  """
+  checkpoint: str
+  loaded: List[str]
+  missing: List[str]
+  unexpected: List[str]
+
+  def __str__(self):
+    lines = [f"{self.checkpoint}: loaded {len(self.loaded)} variables"]
+    if self.missing:
+      lines.append(f"  missing from checkpoint ({len(self.missing)}): {', '.join(self.missing)}")
+    if self.unexpected:
+      lines.append(f"  unused from checkpoint ({len(self.unexpected)}): "
+                   f"{', '.join(self.unexpected)}")
+    return "\n".join(lines)
+
+
+def resolve_checkpoint_path(path):
+  """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+  path = os.fspath(path)
+  if tf.io.gfile.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      raise AlbertError(f"{path}: directory holds no checkpoint (no 'checkpoint' file)")
+    return latest
+  if not tf.io.gfile.exists(path + ".index"):
+    raise AlbertError(f"{path}: no checkpoint there (expected {path}.index)")
+  return path
+
+
+def is_tf2_checkpoint(path):
+  """True for an object-based (tf.train.Checkpoint) checkpoint, False for a TF1 name-based one."""
+  reader = tf.train.load_checkpoint(resolve_checkpoint_path(path))
+  return "_CHECKPOINTABLE_OBJECT_GRAPH" in reader.get_variable_to_shape_map()
+
+
+def load_tf1_checkpoint(model, path, init_from_group0=False):
+  """Loads an official TF1 ALBERT checkpoint into a Keras ALBERT model.
+
+  Works for an AlbertEncoder or any model holding one at `.encoder`; the pretraining heads
+  (`cls/...`) are loaded when the model has them. Optimizer slots and global_step are ignored.
+
+  Args:
+    model: AlbertEncoder, AlbertPretrainer or a task model with `.encoder`.
+    path: checkpoint prefix (e.g. `albert_base/model.ckpt-best`) or a directory.
+    init_from_group0: read every `group_g` from `group_0` (the official --init_from_group0, to
+      start a model with more groups from a one-group checkpoint).
+  Returns:
+    LoadReport.
+  Raises:
+    AlbertError: the path holds no checkpoint, or a variable's shape differs (both shapes given).
+  """
+  path = resolve_checkpoint_path(path)
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  model_vars = tf1_names.model_variable_map(model)
+  loaded, missing, used = [], [], set()
+  assignments = []
+  for name, variable in model_vars.items():
+    source = _GROUP_RE.sub(r"\1group_0/", name) if init_from_group0 else name
+    if source not in shapes:
+      missing.append(name)
+      continue
+    want = variable.shape.as_list()
+    if list(shapes[source]) != want:
+      raise AlbertError(f"{path}: variable {source} has shape {list(shapes[source])} in the "
+                        f"checkpoint but the model expects {want} (wrong albert_config?)")
+    assignments.append((variable, source))
+    used.add(source)
+    loaded.append(name)
+  # Assign only after every shape checked, so a refused checkpoint leaves the model untouched.
+  for variable, source in assignments:
+    variable.assign(reader.get_tensor(source).astype(variable.dtype.as_numpy_dtype))
+  unexpected = sorted(n for n in shapes
+                      if n not in used and not tf1_names.is_optimizer_state(n))
+  return LoadReport(checkpoint=path, loaded=sorted(loaded), missing=sorted(missing),
+                    unexpected=unexpected)
+
+
+def save_tf1_checkpoint(model, path, global_step=None):
+  """Writes the model in the official TF1 layout (names as `bert/...`, `cls/...`).
+
+  Any tool that reads official checkpoints (tf.train.load_checkpoint, TF1
+  init_from_checkpoint) reads the result. Values are written bit-exactly.
+
+  Args:
+    model: AlbertEncoder, AlbertPretrainer or a model with `.encoder`.
+    path: the checkpoint prefix to write, e.g. `out/model.ckpt`.
+    global_step: optional int written as `global_step` (int64), as official checkpoints have.
+  Returns:
+    The prefix written.
+  """
+  path = os.fspath(path)
+  directory = os.path.dirname(path) or "."
+  tf.io.gfile.makedirs(directory)
+  variables = tf1_names.model_variable_map(model)
+  names = sorted(variables)
+  tensors = [tf.convert_to_tensor(variables[n].numpy()) for n in names]
+  if global_step is not None:
+    names.append("global_step")
+    tensors.append(tf.constant(np.int64(global_step)))
+  tf.raw_ops.SaveV2(prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=tensors)
+  # The `checkpoint` state file, so the directory works with tf.train.latest_checkpoint.
+  tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(path))
+  return path

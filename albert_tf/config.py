@@ -1,0 +1,204 @@
+"""AlbertConfig: reads and writes the official `albert_config.json` unchanged.
+
+Every official field is accepted, the released files' extra keys (net_structure_type, gap_size,
+num_memory_blocks, layers_to_keep) are kept and written back, and one extension field,
+`sharing`, selects the paper's parameter-sharing ablations.
+"""
+
+import copy
+import json
+import os
+
+from albert_tf.errors import AlbertError
+
+# The activations the official `modeling.get_activation` knows, plus HF's alias for the same gelu.
+KNOWN_ACTIVATIONS = ("linear", "relu", "gelu", "gelu_new", "tanh")
+
+# Which sub-blocks are shared across the layers of a group (the paper's Table 4 ablations).
+#   all:       attention and FFN shared (official ALBERT)
+#   attention: only attention (+ its LayerNorm) shared; every layer has its own FFN
+#   ffn:       only the FFN (+ its LayerNorm) shared; every layer has its own attention
+#   none:      nothing shared (= BERT); num_hidden_groups is ignored
+SHARING_MODES = ("all", "attention", "ffn", "none")
+
+_INT_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+               "num_hidden_groups", "num_attention_heads", "intermediate_size",
+               "inner_group_num", "down_scale_factor", "max_position_embeddings",
+               "type_vocab_size")
+_FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
+
+
+class AlbertConfig:
+  """Configuration of an ALBERT model (the fields of the official `albert_config.json`).
+
+  Attributes mirror the official `AlbertConfig`. `extra` holds any key the official code
+  does not read (e.g. net_structure_type), so that writing the config back is lossless.
+  """
+
+  def __init__(self,
+               vocab_size=30000,
+               embedding_size=128,
+               hidden_size=4096,
+               num_hidden_layers=12,
+               num_hidden_groups=1,
+               num_attention_heads=64,
+               intermediate_size=16384,
+               inner_group_num=1,
+               down_scale_factor=1,
+               hidden_act="gelu",
+               hidden_dropout_prob=0.0,
+               attention_probs_dropout_prob=0.0,
+               max_position_embeddings=512,
+               type_vocab_size=2,
+               initializer_range=0.02,
+               sharing="all",
+               source=None,
+               **extra):
+    # Defaults are the official AlbertConfig constructor's (xxlarge shape).
+    self.vocab_size = vocab_size
+    self.embedding_size = embedding_size
+    self.hidden_size = hidden_size
+    self.num_hidden_layers = num_hidden_layers
+    self.num_hidden_groups = num_hidden_groups
+    self.num_attention_heads = num_attention_heads
+    self.intermediate_size = intermediate_size
+    self.inner_group_num = inner_group_num
+    self.down_scale_factor = down_scale_factor
+    self.hidden_act = hidden_act
+    self.hidden_dropout_prob = hidden_dropout_prob
+    self.attention_probs_dropout_prob = attention_probs_dropout_prob
+    self.max_position_embeddings = max_position_embeddings
+    self.type_vocab_size = type_vocab_size
+    self.initializer_range = initializer_range
+    self.sharing = sharing
+    self.extra = dict(extra)
+    # Where the config came from, for error messages ("albert_config.json: ...").
+    self._source = source
+    self.validate()
+
+  # ---------------------------------------------------------------- construction
+  @classmethod
+  def from_dict(cls, json_object, source=None):
+    """Builds a config from a dict with the official keys (unknown keys go to `extra`)."""
+    if not isinstance(json_object, dict):
+      raise AlbertError(f"{source or 'config'}: expected a JSON object, got "
+                        f"{type(json_object).__name__}")
+    return cls(source=source, **copy.deepcopy(json_object))
+
+  @classmethod
+  def from_json_file(cls, json_file):
+    """Reads an official `albert_config.json`."""
+    try:
+      with open(json_file, "r", encoding="utf-8") as f:
+        text = f.read()
+    except OSError as e:
+      raise AlbertError(f"{json_file}: cannot read config ({e.strerror})") from None
+    try:
+      obj = json.loads(text)
+    except json.JSONDecodeError as e:
+      raise AlbertError(f"{json_file}: not JSON (line {e.lineno}, column {e.colno}: "
+                        f"{e.msg})") from None
+    return cls.from_dict(obj, source=str(json_file))
+
+  # ---------------------------------------------------------------- serialization
+  def to_dict(self):
+    """The official keys, then the kept extra keys; `sharing` only when not the default."""
+    out = {
+        "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
+        "hidden_act": self.hidden_act,
+        "hidden_dropout_prob": self.hidden_dropout_prob,
+        "embedding_size": self.embedding_size,
+        "hidden_size": self.hidden_size,
+        "initializer_range": self.initializer_range,
+        "intermediate_size": self.intermediate_size,
+        "max_position_embeddings": self.max_position_embeddings,
+        "num_attention_heads": self.num_attention_heads,
+        "num_hidden_layers": self.num_hidden_layers,
+        "num_hidden_groups": self.num_hidden_groups,
+        "inner_group_num": self.inner_group_num,
+        "down_scale_factor": self.down_scale_factor,
+        "type_vocab_size": self.type_vocab_size,
+        "vocab_size": self.vocab_size,
+    }
+    out.update(copy.deepcopy(self.extra))
+    if self.sharing != "all":
+      out["sharing"] = self.sharing
+    return out
+
+  def to_json_string(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+  def to_json_file(self, json_file):
+    with open(json_file, "w", encoding="utf-8") as f:
+      f.write(self.to_json_string())
+
+  def __eq__(self, other):
+    return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()
+
+  def __repr__(self):
+    return f"AlbertConfig({self.to_dict()})"
+
+  # ---------------------------------------------------------------- derived values
+  @property
+  def attention_head_size(self):
+    return self.hidden_size // self.num_attention_heads
+
+  def group_index(self, layer_index):
+    """Group used by layer `layer_index`, computed in floating point as the official code does.
+
+    For some (L, G) this is not `layer_index * G // L` (e.g. L = G = 22 leaves a group unused),
+    and official checkpoints of such layouts only load with the float formula.
+    """
+    if self.sharing == "none":
+      return layer_index
+    return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
+
+  @property
+  def num_groups_effective(self):
+    """Number of groups the official variable layout has (G; L when nothing is shared)."""
+    return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
+
+  # ---------------------------------------------------------------- validation
+  def _fail(self, field, value, expected):
+    where = self._source or "albert config"
+    raise AlbertError(f"{where}: {field}={value!r} is invalid: {expected}")
+
+  def validate(self):
+    """Raises AlbertError (one line, naming field and value) if the config is inconsistent."""
+    for field in _INT_FIELDS:
+      value = getattr(self, field)
+      if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+          setattr(self, field, int(value))
+          continue
+        self._fail(field, value, "expected an integer")
+    for field in _FLOAT_FIELDS:
+      value = getattr(self, field)
+      if isinstance(value, bool) or not isinstance(value, (int, float)):
+        self._fail(field, value, "expected a number")
+    for field in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+                  "num_hidden_groups", "num_attention_heads", "intermediate_size",
+                  "inner_group_num", "down_scale_factor", "max_position_embeddings",
+                  "type_vocab_size"):
+      if getattr(self, field) <= 0:
+        self._fail(field, getattr(self, field), "expected a positive integer")
+    for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, field)
+      if not 0.0 <= value < 1.0:
+        self._fail(field, value, "expected a probability in [0, 1)")
+    if self.initializer_range < 0:
+      self._fail("initializer_range", self.initializer_range, "expected a number >= 0")
+    if self.hidden_size % self.num_attention_heads:
+      self._fail("hidden_size", self.hidden_size,
+                 f"must be a multiple of num_attention_heads={self.num_attention_heads}")
+    if self.num_hidden_groups > self.num_hidden_layers:
+      self._fail("num_hidden_groups", self.num_hidden_groups,
+                 f"must not exceed num_hidden_layers={self.num_hidden_layers}")
+    if not isinstance(self.hidden_act, str) or self.hidden_act.lower() not in KNOWN_ACTIVATIONS:
+      self._fail("hidden_act", self.hidden_act, f"expected one of {', '.join(KNOWN_ACTIVATIONS)}")
+    if self.sharing not in SHARING_MODES:
+      self._fail("sharing", self.sharing, f"expected one of {', '.join(SHARING_MODES)}")
+    if self.down_scale_factor != 1:
+      # The official modeling code reads but never uses it; other values would be silently
+      # ignored there, so refuse rather than pretend.
+      self._fail("down_scale_factor", self.down_scale_factor, "only 1 is supported")

@@ -1,0 +1,4 @@
+"""Task heads on top of the encoder."""
+
+from albert_tf.heads.masked_lm import MaskedLMHead, gather_positions
+from albert_tf.heads.sentence_order import SentenceOrderHead

@@ -1,0 +1,56 @@
+"""The feed-forward half of an ALBERT transformer layer (`ffn_1` + `LayerNorm_1`)."""
+
+import tf_keras
+
+from albert_tf.layers import activations
+from albert_tf.layers import initializers
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertFeedForwardBlock(tf_keras.layers.Layer):
+  """Dense H->I with the activation, dense I->H, dropout, residual and post-LayerNorm.
+
+  Variables mirror the official `ffn_1/intermediate/dense` [H, I],
+  `ffn_1/intermediate/output/dense` [I, H] and `LayerNorm_1`.
+
+  Call args:
+    hidden_states: [batch, seq_len, hidden].
+  Returns:
+    [batch, seq_len, hidden].
+  """
+
+  def __init__(self, hidden_size, intermediate_size, hidden_act="gelu", hidden_dropout_prob=0.0,
+               initializer_range=0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.hidden_dropout_prob = hidden_dropout_prob
+    self.initializer_range = initializer_range
+    self.intermediate = tf_keras.layers.Dense(
+        intermediate_size, activation=activations.get_activation(hidden_act),
+        kernel_initializer=initializers.truncated_normal(initializer_range),
+        name="intermediate")
+    self.output_dense = tf_keras.layers.Dense(
+        hidden_size, kernel_initializer=initializers.truncated_normal(initializer_range),
+        name="output_dense")
+    self.layer_norm = initializers.layer_norm("LayerNorm_1")
+    self.output_dropout = tf_keras.layers.Dropout(hidden_dropout_prob)
+
+  def build(self, input_shape=None):
+    self.intermediate.build([None, self.hidden_size])
+    self.output_dense.build([None, self.intermediate_size])
+    self.layer_norm.build([None, None, self.hidden_size])
+    super().build(input_shape)
+
+  def call(self, hidden_states, training=None):
+    ffn_output = self.output_dense(self.intermediate(hidden_states))
+    ffn_output = self.output_dropout(ffn_output, training=training)
+    return self.layer_norm(ffn_output + hidden_states)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(hidden_size=self.hidden_size, intermediate_size=self.intermediate_size,
+                  hidden_act=self.hidden_act, hidden_dropout_prob=self.hidden_dropout_prob,
+                  initializer_range=self.initializer_range)
+    return config

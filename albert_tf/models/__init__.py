@@ -1,0 +1,3 @@
+"""Models: an encoder with task heads."""
+
+from albert_tf.models.pretrainer import AlbertPretrainer

@@ -1,0 +1,190 @@
+"""Official TF1 checkpoints into Keras and back, bit-exact; reports and refusals; the CLI."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import albert_tf
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertError, AlbertPretrainer
+from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.convert_checkpoint import convert
+from tests.conftest import REPO_ROOT, tiny_config_dict
+from tests.helpers import albert_numpy
+
+
+def read_all(prefix):
+  reader = tf.train.load_checkpoint(prefix)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def model_values(model):
+  return [v.numpy() for v in model.variables]
+
+
+@pytest.fixture
+def official(tmp_path):
+  """A tiny official-layout checkpoint (G=2, K=2, heads, optimizer slots, global_step)."""
+  cfg = tiny_config_dict(num_hidden_layers=3, num_hidden_groups=2, inner_group_num=2)
+  weights = albert_numpy.make_official_weights(cfg, seed=11)
+  prefix = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "official/model.ckpt"))
+  return cfg, weights, prefix
+
+
+def test_tf1_round_trip_is_bit_exact(official, tmp_path):
+  cfg, weights, prefix = official
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  report = albert_tf.load_tf1_checkpoint(model, prefix)
+  assert sorted(report.loaded) == sorted(weights)
+  out = albert_tf.save_tf1_checkpoint(model, tmp_path / "ours" / "model.ckpt", global_step=7)
+  written = read_all(out)
+  assert written.pop("global_step") == 7
+  assert sorted(written) == sorted(weights)  # exactly the official names, nothing else
+  for name, value in weights.items():
+    assert written[name].dtype == np.float32
+    np.testing.assert_array_equal(written[name], value, err_msg=name)
+  # The directory is usable as a checkpoint directory by TF1 tools.
+  assert tf.train.latest_checkpoint(str(tmp_path / "ours")) == str(tmp_path / "ours/model.ckpt")
+
+
+def test_keras_to_tf1_to_keras(tmp_path):
+  """The other direction: a Keras model's own weights survive TF1 layout and give equal outputs."""
+  cfg = tiny_config_dict(num_hidden_layers=3, sharing="attention")
+  first = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  prefix = albert_tf.save_tf1_checkpoint(first, tmp_path / "model.ckpt")
+  second = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  report = albert_tf.load_tf1_checkpoint(second, prefix)
+  assert not report.missing and not report.unexpected
+  for a, b in zip(model_values(first), model_values(second)):
+    np.testing.assert_array_equal(a, b)
+  ids = np.arange(20, dtype=np.int32).reshape(2, 10)
+  inputs = dict(input_ids=ids, input_mask=np.ones_like(ids), segment_ids=np.zeros_like(ids))
+  np.testing.assert_array_equal(first(inputs)["sop_logits"].numpy(),
+                                second(inputs)["sop_logits"].numpy())
+
+
+def test_optimizer_state_ignored_and_heads_optional(official):
+  cfg, weights, prefix = official
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  report = albert_tf.load_tf1_checkpoint(encoder, prefix)
+  assert all(not n.endswith(("adam_m", "adam_v")) and n != "global_step"
+             for n in report.loaded + report.unexpected)
+  # Heads in the checkpoint but not in the model are reported as unused, not errors.
+  assert report.unexpected and all(n.startswith("cls/") for n in report.unexpected)
+  assert not report.missing
+  assert "unused from checkpoint" in str(report)
+
+
+def test_missing_variables_reported(tmp_path):
+  cfg = tiny_config_dict()
+  weights = albert_numpy.make_official_weights(cfg, heads=False)
+  prefix = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "model.ckpt"))
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  report = albert_tf.load_tf1_checkpoint(model, prefix)
+  assert "cls/predictions/output_bias" in report.missing
+  assert "cls/seq_relationship/output_weights" in report.missing
+  assert not any(n.startswith("bert/") for n in report.missing)
+  assert "missing from checkpoint" in str(report)
+
+
+def test_shape_mismatch_names_both_shapes(official):
+  cfg, _, prefix = official
+  wrong = dict(cfg, intermediate_size=48)
+  model = AlbertPretrainer(AlbertConfig.from_dict(wrong))
+  before = model_values(model)
+  with pytest.raises(AlbertError, match=r"has shape \[32, 64\] .* expects \[32, 48\]"):
+    albert_tf.load_tf1_checkpoint(model, prefix)
+  for a, b in zip(before, model_values(model)):  # nothing half-loaded
+    np.testing.assert_array_equal(a, b)
+
+
+def test_wrong_layout_refused_by_init(official):
+  cfg, _, prefix = official
+  wrong = dict(cfg, num_hidden_groups=3)  # group_2 does not exist in the checkpoint
+  with pytest.raises(AlbertError, match="lacks .* encoder variables"):
+    init_from_checkpoint(AlbertEncoder(AlbertConfig.from_dict(wrong)), prefix)
+
+
+def test_no_checkpoint_at_path(tmp_path):
+  model = AlbertEncoder(AlbertConfig.from_dict(tiny_config_dict()))
+  with pytest.raises(AlbertError, match="no checkpoint there"):
+    albert_tf.load_tf1_checkpoint(model, tmp_path / "nothing")
+  with pytest.raises(AlbertError, match="holds no checkpoint"):
+    albert_tf.load_tf1_checkpoint(model, tmp_path)
+
+
+def test_init_from_group0(tmp_path):
+  one_group = tiny_config_dict(num_hidden_layers=4)
+  weights = albert_numpy.make_official_weights(one_group, seed=2)
+  prefix = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "model.ckpt"))
+  two_groups = AlbertEncoder(AlbertConfig.from_dict(dict(one_group, num_hidden_groups=2)))
+  init_from_checkpoint(two_groups, prefix, init_from_group0=True)
+  g0, g1 = two_groups.attention_blocks
+  np.testing.assert_array_equal(g0.query.kernel.numpy(), g1.query.kernel.numpy())
+  np.testing.assert_array_equal(
+      g1.query.kernel.numpy(),
+      weights["bert/encoder/transformer/group_0/inner_group_0/attention_1/self/query/kernel"])
+
+
+def test_tf2_pretraining_checkpoint_initialises_other_models(tmp_path, official):
+  cfg, _, prefix = official
+  pretrainer = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  albert_tf.load_tf1_checkpoint(pretrainer, prefix)
+  path = tf.train.Checkpoint(model=pretrainer).write(str(tmp_path / "tf2" / "ckpt"))
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+
+  class TaskModel(tf_keras.Model):
+    def __init__(self):
+      super().__init__()
+      self.encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+
+  task_model = TaskModel()
+  assert init_from_checkpoint(task_model, path) is None
+  for a, b in zip(model_values(pretrainer.encoder), model_values(task_model.encoder)):
+    np.testing.assert_array_equal(a, b)
+  wrong = AlbertEncoder(AlbertConfig.from_dict(dict(cfg, num_hidden_groups=3)))
+  with pytest.raises(AlbertError, match="encoder does not match"):
+    init_from_checkpoint(wrong, path)
+  del encoder
+
+
+@pytest.mark.parametrize("heads", [True, False])
+def test_convert_both_ways_bit_exact(tmp_path, heads):
+  cfg = tiny_config_dict(num_hidden_layers=2, num_hidden_groups=2)
+  weights = albert_numpy.make_official_weights(cfg, seed=4, heads=heads)
+  tf1_in = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "in/model.ckpt"))
+  config_file = tmp_path / "albert_config.json"
+  AlbertConfig.from_dict(cfg).to_json_file(config_file)
+  assert convert(config_file, tf1_in, str(tmp_path / "tf2/ckpt")) == "tf1_to_tf2"
+  assert convert(config_file, str(tmp_path / "tf2"), str(tmp_path / "back/model.ckpt")) == \
+      "tf2_to_tf1"
+  back = read_all(str(tmp_path / "back/model.ckpt"))
+  assert sorted(back) == sorted(weights)
+  for name, value in weights.items():
+    np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
+def test_convert_command_line(tmp_path):
+  cfg = tiny_config_dict()
+  weights = albert_numpy.make_official_weights(cfg, seed=6)
+  tf1_in = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "in/model.ckpt"))
+  config_file = tmp_path / "albert_config.json"
+  AlbertConfig.from_dict(cfg).to_json_file(config_file)
+  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+  cmd = [sys.executable, "-m", "albert_tf.convert_checkpoint",
+         f"--albert_config_file={config_file}", f"--input_checkpoint={tf1_in}",
+         f"--output_checkpoint={tmp_path / 'out/ckpt'}"]
+  done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert "tf1_to_tf2" in done.stdout
+  # Bad input: one line on stderr, exit code 2, no traceback.
+  bad = subprocess.run(cmd[:4] + [f"--input_checkpoint={tmp_path / 'nope'}", cmd[-1]],
+                       capture_output=True, text=True, env=env, timeout=300)
+  assert bad.returncode == 2
+  assert "Traceback" not in bad.stderr
+  assert bad.stderr.strip().splitlines()[-1].startswith("error: ")
+  assert "no checkpoint there" in bad.stderr

@@ -1,0 +1,196 @@
+"""The Keras model against the NumPy reference, for every sharing layout; counts; configs."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+import albert_tf
+from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+from albert_tf.heads import MaskedLMHead, SentenceOrderHead
+from albert_tf.layers import AlbertAttentionBlock, AlbertEmbeddings, AlbertFeedForwardBlock
+from tests.conftest import CONFIG_DIR, tiny_config_dict
+from tests.helpers import albert_numpy
+
+LAYOUTS = {
+    "G1_K1": dict(),
+    "G2": dict(num_hidden_layers=4, num_hidden_groups=2),
+    "K2": dict(num_hidden_layers=2, inner_group_num=2),
+    "G2_K2": dict(num_hidden_layers=3, num_hidden_groups=2, inner_group_num=2),
+    "E_eq_H": dict(embedding_size=32),
+    "float_groups_L5_G5": dict(num_hidden_layers=5, num_hidden_groups=5),
+    "share_attention": dict(num_hidden_layers=3, sharing="attention"),
+    "share_ffn": dict(num_hidden_layers=3, sharing="ffn"),
+    "share_none": dict(num_hidden_layers=3, sharing="none"),
+    "relu": dict(hidden_act="relu"),
+}
+
+
+def make_inputs(cfg, batch=3, seq=12, predictions=4, seed=1):
+  rng = np.random.RandomState(seed)
+  ids = rng.randint(0, cfg["vocab_size"], (batch, seq)).astype(np.int32)
+  mask = np.ones((batch, seq), np.int32)
+  mask[1, 7:] = 0  # padding must not leak into real tokens
+  mask[2, 3:] = 0
+  seg = np.zeros((batch, seq), np.int32)
+  seg[:, seq // 2:] = 1
+  pos = np.stack([rng.choice(seq, predictions, replace=False) for _ in range(batch)])
+  return ids, mask, seg, pos.astype(np.int32)
+
+
+def load_weights(model, weights, tmp_path):
+  prefix = albert_numpy.write_official_checkpoint(weights, str(tmp_path / "official" / "model.ckpt"))
+  return albert_tf.load_tf1_checkpoint(model, prefix)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_matches_numpy_reference(layout, tmp_path):
+  cfg = tiny_config_dict(**LAYOUTS[layout])
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  weights = albert_numpy.make_official_weights(cfg, seed=3)
+  report = load_weights(model, weights, tmp_path)
+  assert not report.missing and not report.unexpected
+  assert len(report.loaded) == len(weights)
+  ids, mask, seg, pos = make_inputs(cfg)
+  out = model(dict(input_ids=ids, input_mask=mask, segment_ids=seg, masked_lm_positions=pos),
+              training=False)
+  ref = albert_numpy.forward(weights, cfg, ids, mask, seg, pos)
+  for key in ("sequence_output", "pooled_output", "embedding_output", "mlm_logits", "sop_logits"):
+    np.testing.assert_allclose(out[key].numpy(), ref[key], atol=1e-5, rtol=0, err_msg=key)
+  expected_layers = cfg["num_hidden_layers"] * cfg["inner_group_num"]
+  assert len(out["encoder_outputs"]) == len(ref["encoder_outputs"]) == expected_layers
+  for got, want in zip(out["encoder_outputs"], ref["encoder_outputs"]):
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-5, rtol=0)
+
+
+def test_padding_does_not_change_real_tokens():
+  cfg = tiny_config_dict()
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  ids, mask, seg, _ = make_inputs(cfg, seq=10)
+  ids, mask, seg = ids[:1], mask[:1], seg[:1]
+  short = encoder(dict(input_ids=ids[:, :6], input_mask=mask[:, :6], segment_ids=seg[:, :6]))
+  padded_ids = ids.copy()
+  padded_ids[:, 6:] = 0
+  padded_mask = mask.copy()
+  padded_mask[:, 6:] = 0
+  full = encoder(dict(input_ids=padded_ids, input_mask=padded_mask, segment_ids=seg))
+  np.testing.assert_allclose(full["sequence_output"].numpy()[:, :6],
+                             short["sequence_output"].numpy(), atol=1e-5)
+
+
+def test_mlm_logits_for_every_position_without_positions():
+  cfg = tiny_config_dict()
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  ids, mask, seg, _ = make_inputs(cfg)
+  out = model(dict(input_ids=ids, input_mask=mask, segment_ids=seg))
+  assert out["mlm_logits"].shape == (3, 12, cfg["vocab_size"])
+
+
+# --------------------------------------------------------------- parameter counts
+def _count(path, **overrides):
+  config = AlbertConfig.from_json_file(CONFIG_DIR / path)
+  for key, value in overrides.items():
+    setattr(config, key, value)
+  config.validate()
+  encoder = AlbertEncoder(config)
+  return encoder.count_params(), encoder.pooler.count_params()
+
+
+@pytest.mark.parametrize("size,expected", [
+    ("base", 11_683_584), ("large", 17_683_968), ("xlarge", 58_724_864),
+    ("xxlarge", 222_595_584)])
+def test_albert_parameter_counts(size, expected):
+  total, _ = _count(f"albert_{size}_v2.json")
+  assert total == expected
+
+
+def test_bert_shaped_parameter_counts():
+  # E = H and nothing shared: BERT-base without pooler, BERT-large with pooler.
+  total, pooler = _count("albert_base_v2.json", embedding_size=768, sharing="none")
+  assert total - pooler == 108_490_752
+  total, _ = _count("albert_large_v2.json", embedding_size=1024, sharing="none")
+  assert total == 334_607_360
+
+
+def test_per_layer_formula_for_ablations():
+  base = AlbertConfig.from_json_file(CONFIG_DIR / "albert_base_v2.json")
+  H, I, L = base.hidden_size, base.intermediate_size, base.num_hidden_layers
+  attention, ffn = 4 * H * H + 6 * H, 2 * H * I + I + 3 * H  # 4H^2+2HI+9H+I split in two
+  shared_all, _ = _count("albert_base_v2.json")
+  shared_attention, _ = _count("albert_base_v2.json", sharing="attention")
+  shared_ffn, _ = _count("albert_base_v2.json", sharing="ffn")
+  assert shared_attention - shared_all == (L - 1) * ffn
+  assert shared_ffn - shared_all == (L - 1) * attention
+
+
+# --------------------------------------------------------------- get_config round trips
+def _roundtrip(layer):
+  return type(layer).from_config(layer.get_config())
+
+
+def test_layer_configs_round_trip():
+  layers = [
+      AlbertEmbeddings(vocab_size=50, embedding_size=8, max_position_embeddings=16,
+                       type_vocab_size=2, dropout_rate=0.1, initializer_range=0.03),
+      AlbertAttentionBlock(hidden_size=16, num_attention_heads=4,
+                           attention_probs_dropout_prob=0.1, hidden_dropout_prob=0.2),
+      AlbertFeedForwardBlock(hidden_size=16, intermediate_size=32, hidden_act="relu"),
+      MaskedLMHead(vocab_size=50, embedding_size=8, hidden_size=16),
+      SentenceOrderHead(hidden_size=16),
+  ]
+  for layer in layers:
+    clone = _roundtrip(layer)
+    assert type(clone) is type(layer)
+    assert clone.get_config() == layer.get_config()
+
+
+def test_model_configs_round_trip():
+  cfg = tiny_config_dict(num_hidden_layers=3, num_hidden_groups=2, sharing="ffn")
+  for cls in (AlbertEncoder, AlbertPretrainer):
+    model = cls(AlbertConfig.from_dict(cfg))
+    clone = cls.from_config(model.get_config())
+    assert clone.config == model.config
+    assert clone.count_params() == model.count_params()
+    serialized = tf_keras.saving.serialize_keras_object(model)
+    assert tf_keras.saving.deserialize_keras_object(serialized).config == model.config
+
+
+# --------------------------------------------------------------- precision and dropout
+@pytest.mark.parametrize("policy,tolerance", [("mixed_float16", 0.05), ("mixed_bfloat16", 0.3)])
+def test_mixed_precision(policy, tolerance, tmp_path, restore_precision_policy):
+  cfg = tiny_config_dict()
+  weights = albert_numpy.make_official_weights(cfg, seed=5, scale=0.1)
+  ids, mask, seg, pos = make_inputs(cfg)
+  inputs = dict(input_ids=ids, input_mask=mask, segment_ids=seg, masked_lm_positions=pos)
+  ref = albert_numpy.forward(weights, cfg, ids, mask, seg, pos)
+  tf_keras.mixed_precision.set_global_policy(policy)
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  load_weights(model, weights, tmp_path)
+  out = model(inputs, training=False)
+  assert model.encoder.embeddings.word_embeddings.dtype == tf.float32  # variables stay fp32
+  assert out["sequence_output"].dtype == tf.as_dtype(policy.split("_")[1])
+  assert out["mlm_logits"].dtype == tf.float32 and out["sop_logits"].dtype == tf.float32
+  np.testing.assert_allclose(out["sop_logits"].numpy(), ref["sop_logits"], atol=tolerance)
+  np.testing.assert_allclose(out["mlm_logits"].numpy(), ref["mlm_logits"], atol=tolerance * 4)
+  assert np.isfinite(out["mlm_logits"].numpy()).all()
+
+
+def test_dropout_only_in_training():
+  cfg = tiny_config_dict(hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  ids, mask, seg, _ = make_inputs(cfg)
+  inputs = dict(input_ids=ids, input_mask=mask, segment_ids=seg)
+  a = encoder(inputs, training=False)["sequence_output"].numpy()
+  b = encoder(inputs, training=False)["sequence_output"].numpy()
+  c = encoder(inputs, training=True)["sequence_output"].numpy()
+  np.testing.assert_array_equal(a, b)
+  assert np.abs(a - c).max() > 1e-3
+
+
+def test_fresh_model_weights_are_not_repeated():
+  # An unseeded initializer instance reused by tf_keras returns the same values every call.
+  encoder = AlbertEncoder(AlbertConfig.from_dict(tiny_config_dict()))
+  block = encoder.attention_blocks[0]
+  q, k = block.query.kernel.numpy(), block.key.kernel.numpy()
+  assert not np.allclose(q, k)
+  assert 0.005 < q.std() < 0.03  # truncated normal with stddev initializer_range=0.02

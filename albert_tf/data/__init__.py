@@ -1,0 +1,1 @@
+"""Data: corpora, pretraining TFRecords, and the GLUE / SQuAD / RACE readers and features."""

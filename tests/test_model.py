@@ -87,6 +87,13 @@ def test_mlm_logits_for_every_position_without_positions():
 
 
 # --------------------------------------------------------------- parameter counts
+@pytest.fixture(autouse=False)
+def zeros_init(monkeypatch):
+  """Counts depend only on shapes: skip sampling hundreds of millions of random values."""
+  from albert_tf.layers import initializers  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(initializers, "truncated_normal", lambda stddev: tf_keras.initializers.Zeros())
+
+
 def _count(path, **overrides):
   config = AlbertConfig.from_json_file(CONFIG_DIR / path)
   for key, value in overrides.items():
@@ -99,12 +106,12 @@ def _count(path, **overrides):
 @pytest.mark.parametrize("size,expected", [
     ("base", 11_683_584), ("large", 17_683_968), ("xlarge", 58_724_864),
     ("xxlarge", 222_595_584)])
-def test_albert_parameter_counts(size, expected):
+def test_albert_parameter_counts(size, expected, zeros_init):
   total, _ = _count(f"albert_{size}_v2.json")
   assert total == expected
 
 
-def test_bert_shaped_parameter_counts():
+def test_bert_shaped_parameter_counts(zeros_init):
   # E = H and nothing shared: BERT-base without pooler, BERT-large with pooler.
   total, pooler = _count("albert_base_v2.json", embedding_size=768, sharing="none")
   assert total - pooler == 108_490_752
@@ -112,7 +119,7 @@ def test_bert_shaped_parameter_counts():
   assert total == 334_607_360
 
 
-def test_per_layer_formula_for_ablations():
+def test_per_layer_formula_for_ablations(zeros_init):
   base = AlbertConfig.from_json_file(CONFIG_DIR / "albert_base_v2.json")
   H, I, L = base.hidden_size, base.intermediate_size, base.num_hidden_layers
   attention, ffn = 4 * H * H + 6 * H, 2 * H * I + I + 3 * H  # 4H^2+2HI+9H+I split in two

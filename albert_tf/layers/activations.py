@@ -1,20 +1,18 @@
 """Activations by the names the official `albert_config.json` uses."""
 
-import math
-
 import tensorflow as tf
 
 from albert_tf.errors import AlbertError
 
 
 def gelu(x):
-  """GELU, tanh approximation, exactly as the official ALBERT `modeling.gelu`.
+  """GELU, tanh approximation, as the official ALBERT `modeling.gelu`.
 
   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Official checkpoints were trained with
-  this form, not the erf form, so outputs only match with it.
+  this form, not the erf form, so outputs only match with it. TensorFlow's own op computes the
+  same formula, and using it lets grappler fuse MatMul + BiasAdd + GELU on oneDNN CPUs.
   """
-  cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+  return tf.nn.gelu(x, approximate=True)
 
 
 _ACTIVATIONS = {

@@ -188,3 +188,21 @@ def test_convert_command_line(tmp_path):
   assert "Traceback" not in bad.stderr
   assert bad.stderr.strip().splitlines()[-1].startswith("error: ")
   assert "no checkpoint there" in bad.stderr
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_task_heads_with_official_names_round_trip(tmp_path, v2):
+  """Heads that know their official names (SQuAD's cls/squad, start_logits, ...) go both ways."""
+  from albert_tf.models import AlbertSquadModel  # pylint: disable=g-import-not-at-top
+  config = AlbertConfig.from_dict(tiny_config_dict())
+  first = AlbertSquadModel(config, version_2_with_negative=v2)
+  prefix = albert_tf.save_tf1_checkpoint(first, tmp_path / "squad/model.ckpt")
+  names = set(read_all(prefix))
+  expected = {"cls/squad/output_weights"} if not v2 else {"start_logits/dense/kernel",
+                                                          "answer_class/dense_1/kernel"}
+  assert expected <= names
+  second = AlbertSquadModel(config, version_2_with_negative=v2)
+  report = albert_tf.load_tf1_checkpoint(second, prefix)
+  assert not report.missing and not report.unexpected
+  for a, b in zip(model_values(first), model_values(second)):
+    np.testing.assert_array_equal(a, b)

@@ -58,8 +58,17 @@ def encoder_variable_map(encoder):
 
 
 def head_variable_map(model):
-  """{official name: tf.Variable} for the pretraining heads the model has (`cls/...`)."""
+  """{official name: tf.Variable} for the heads the model has.
+
+  The pretraining heads (`cls/predictions`, `cls/seq_relationship`) are named here; any other head
+  (a direct sublayer of the model) that knows its official names says so through a
+  `tf1_variable_map()` method, e.g. the SQuAD heads' `cls/squad/...`.
+  """
   names = {}
+  encoder = getattr(model, "encoder", None)
+  for layer in getattr(model, "_self_tracked_trackables", []):
+    if layer is not encoder and hasattr(layer, "tf1_variable_map"):
+      names.update(layer.tf1_variable_map())
   mlm = getattr(model, "masked_lm_head", None)
   if mlm is not None:
     names.update(_dense("cls/predictions/transform/dense", mlm.transform))

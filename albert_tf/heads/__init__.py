@@ -2,3 +2,4 @@
 
 from albert_tf.heads.masked_lm import MaskedLMHead, gather_positions
 from albert_tf.heads.sentence_order import SentenceOrderHead
+from albert_tf.heads.squad import SquadSpanHead, SquadV2Head

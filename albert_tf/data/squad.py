@@ -1,0 +1,611 @@
+"""SQuAD v1.1 / v2.0: JSON reading, examples -> features, and the official feature TFRecords.
+
+Features follow the official ALBERT `squad_utils`: the question and passage are tokenized with
+SentencePiece; the passage is cut into windows of at most max_seq_length - len(question) - 3
+pieces, each starting `doc_stride` pieces after the previous one; each window is packed as
+`[CLS] question [SEP] passage-window [SEP]` with p_mask 1 on every position that cannot be part of
+an answer (question, separators, padding; [CLS] stays 0 so "no answer" can point at it).
+
+The answer's character span is mapped to pieces through `FullTokenizer.tokenize_with_offsets`
+(each piece's span in the original text), so accent stripping, lower-casing and the digit-comma
+re-split cannot shift it; predictions map back the same way.
+
+Feature files: the official TFRecord names (unique_ids, input_ids, input_mask, segment_ids, p_mask,
+and for training start_positions, end_positions, is_impossible), and for prediction the
+"left" file of what the model does not see (token -> character maps, max-context flags), which
+`squad_postprocess` needs. Both are cached: a second run with the same files skips conversion.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from typing import Dict, List
+
+from absl import logging
+import tensorflow as tf
+
+from albert_tf.errors import AlbertError
+
+# The official first unique id.
+FIRST_UNIQUE_ID = 1000000000
+
+# Version of the predict "left" file layout; bump when SquadFeature changes.
+_LEFT_FILE_FORMAT = "albert_tf.squad_features.v1"
+
+
+@dataclasses.dataclass
+class SquadExample:
+  """One question on one passage.
+
+  Attributes:
+    qas_id: the question id from the JSON.
+    question_text, paragraph_text: as in the JSON.
+    orig_answer_text: the training answer ("" when impossible or when predicting).
+    start_position: character offset of the training answer in paragraph_text (-1 if none).
+    is_impossible: SQuAD v2 unanswerable question.
+  """
+  qas_id: str
+  question_text: str
+  paragraph_text: str
+  orig_answer_text: str = ""
+  start_position: int = -1
+  is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class SquadFeature:
+  """One window of one example, as the model sees it plus what post-processing needs.
+
+  tok_start_to_orig_index / tok_end_to_orig_index give, for each passage piece in the window,
+  the first / last (inclusive) character in the original paragraph text. token_is_max_context maps
+  a position in input_ids to whether this window is the best context for that piece.
+  """
+  unique_id: int
+  example_index: int
+  doc_span_index: int
+  tok_start_to_orig_index: List[int]
+  tok_end_to_orig_index: List[int]
+  token_is_max_context: Dict[int, bool]
+  tokens: List[str]
+  input_ids: List[int]
+  input_mask: List[int]
+  segment_ids: List[int]
+  p_mask: List[int]
+  paragraph_len: int
+  doc_offset: int
+  start_position: int = 0
+  end_position: int = 0
+  is_impossible: bool = False
+
+
+# ----------------------------------------------------------------------------- JSON reading
+
+
+def _require(obj, key, where, expected_type, source):
+  if not isinstance(obj, dict):
+    raise AlbertError(f"{source}: {where} should be a JSON object, got {type(obj).__name__}")
+  if key not in obj:
+    raise AlbertError(f"{source}: {where} has no \"{key}\" (not a SQuAD file?)")
+  value = obj[key]
+  if not isinstance(value, expected_type):
+    names = (expected_type.__name__ if isinstance(expected_type, type)
+             else "/".join(t.__name__ for t in expected_type))
+    raise AlbertError(f"{source}: {where}.{key} should be {names}, got {type(value).__name__}")
+  return value
+
+
+def load_squad_json(input_file, with_version=False):
+  """Returns the "data" list of a SQuAD JSON file; AlbertError if unreadable or not SQuAD.
+
+  With with_version, returns (data, version): version is True for SQuAD v2.0 (top-level
+  "version" "v2.0", or any question carrying "is_impossible"), else False.
+  """
+  try:
+    with tf.io.gfile.GFile(input_file, "r") as f:
+      text = f.read()
+  except tf.errors.NotFoundError:
+    raise AlbertError(f"cannot read SQuAD file {input_file}: no such file")
+  except (tf.errors.OpError, OSError, UnicodeDecodeError) as e:
+    reason = getattr(e, "message", None) or str(e)
+    raise AlbertError(f"cannot read SQuAD file {input_file}: {reason.splitlines()[0]}")
+  try:
+    data = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise AlbertError(f"{input_file}:{e.lineno}:{e.colno}: not valid JSON ({e.msg})")
+  articles = _require(data, "data", "the top-level object", list, input_file)
+  if not with_version:
+    return articles
+  is_v2 = str(data.get("version", "")).lstrip("v").startswith("2") or any(
+      "is_impossible" in qa
+      for article in articles if isinstance(article, dict)
+      for paragraph in article.get("paragraphs", []) if isinstance(paragraph, dict)
+      for qa in paragraph.get("qas", []) if isinstance(qa, dict))
+  return articles, is_v2
+
+
+def parse_squad_examples(data, is_training, source="<squad>"):
+  """SQuAD "data" list -> (examples, num_skipped).
+
+  Training reads the one answer of each answerable question (v2 `is_impossible` questions get no
+  answer). An answer whose text does not occur at its answer_start is skipped and counted (as the
+  official tools do) instead of training on a wrong span. Questions without answers are kept for
+  prediction.
+  """
+  examples = []
+  num_skipped = 0
+  for a, article in enumerate(data):
+    paragraphs = _require(article, "paragraphs", f"data[{a}]", list, source)
+    for p, paragraph in enumerate(paragraphs):
+      where = f"data[{a}].paragraphs[{p}]"
+      context = _require(paragraph, "context", where, str, source)
+      qas = _require(paragraph, "qas", where, list, source)
+      for q, qa in enumerate(qas):
+        qa_where = f"{where}.qas[{q}]"
+        qas_id = _require(qa, "id", qa_where, (str, int), source)
+        question = _require(qa, "question", qa_where, str, source)
+        is_impossible = bool(qa.get("is_impossible", False))
+        example = SquadExample(qas_id=str(qas_id), question_text=question,
+                               paragraph_text=context, is_impossible=is_impossible)
+        if is_training and not is_impossible:
+          answers = _require(qa, "answers", qa_where, list, source)
+          if len(answers) != 1:
+            raise AlbertError(
+                f"{source}: {qa_where} (id {qas_id}) has {len(answers)} answers; for training "
+                "each answerable question needs exactly 1 (or \"is_impossible\": true)")
+          answer_where = f"{qa_where}.answers[0]"
+          text = _require(answers[0], "text", answer_where, str, source)
+          start = _require(answers[0], "answer_start", answer_where, int, source)
+          found = context[start:start + len(text)]
+          if start < 0 or not text.strip() or " ".join(found.split()) != " ".join(text.split()):
+            num_skipped += 1
+            logging.warning("%s: skipping %s (id %s): answer %r is not at answer_start %d",
+                            source, qa_where, qas_id, text, start)
+            continue
+          example.orig_answer_text = text
+          example.start_position = start
+        examples.append(example)
+  return examples, num_skipped
+
+
+def read_squad_examples(input_file, is_training):
+  """Reads a SQuAD v1.1/v2.0 JSON file into a list of SquadExample (see parse_squad_examples)."""
+  examples, num_skipped = parse_squad_examples(load_squad_json(input_file), is_training,
+                                               source=input_file)
+  if num_skipped:
+    logging.warning("%s: skipped %d question(s) whose answer text is not at answer_start",
+                    input_file, num_skipped)
+  if not examples:
+    raise AlbertError(f"{input_file}: no usable questions")
+  return examples
+
+
+# ----------------------------------------------------------------------------- features
+
+
+def _check_is_max_context(doc_spans, cur_span_index, position):
+  """Whether window `cur_span_index` gives piece `position` its most context (official rule).
+
+  Score = min(left context, right context) + 0.01 * window length; the best window wins.
+  """
+  best_score, best_span_index = None, None
+  for span_index, (start, length) in enumerate(doc_spans):
+    end = start + length - 1
+    if position < start or position > end:
+      continue
+    score = min(position - start, end - position) + 0.01 * length
+    if best_score is None or score > best_score:
+      best_score, best_span_index = score, span_index
+  return cur_span_index == best_span_index
+
+
+def _doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+  """Sliding windows (start, length) over num_tokens pieces, as the official code makes them."""
+  spans = []
+  start = 0
+  while start < num_tokens:
+    length = min(num_tokens - start, max_tokens_for_doc)
+    spans.append((start, length))
+    if start + length == num_tokens:
+      break
+    start += min(length, doc_stride)
+  return spans
+
+
+def answer_token_span(offsets, char_start, char_end):
+  """Pieces covering characters [char_start, char_end) of the original text.
+
+  Args:
+    offsets: per-piece (start, end) character spans from `tokenize_with_offsets`.
+  Returns:
+    (first, last) piece indices (inclusive) overlapping the span, or None if no piece does.
+  """
+  first = last = None
+  for i, (start, end) in enumerate(offsets):
+    if end <= start:  # a bare "▁" piece covers no character
+      continue
+    if start < char_end and end > char_start:
+      if first is None:
+        first = i
+      last = i
+  if first is None:
+    return None
+  return first, last
+
+
+def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
+                                 max_query_length, is_training, log_every=1000):
+  """Yields SquadFeature for each window of each example (official ALBERT rules).
+
+  Args:
+    examples: list of SquadExample.
+    tokenizer: `albert_tf.tokenization.FullTokenizer` with a SentencePiece model.
+    max_seq_length, doc_stride, max_query_length: as the official flags.
+    is_training: label windows (windows that miss the answer become "impossible": start = end = 0
+      on [CLS], as the official code does, also for v1.1).
+  """
+  if max_seq_length <= max_query_length + 3:
+    raise AlbertError(f"--max_seq_length ({max_seq_length}) must be greater than "
+                      f"--max_query_length ({max_query_length}) + 3")
+  if doc_stride < 1:
+    raise AlbertError(f"--doc_stride must be >= 1, got {doc_stride}")
+  cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
+  cls_piece, sep_piece = tokenizer.convert_ids_to_tokens([cls_id, sep_id])
+  unique_id = FIRST_UNIQUE_ID
+  num_pos = num_neg = 0
+  started = time.time()
+  for example_index, example in enumerate(examples):
+    if log_every and example_index and example_index % log_every == 0:
+      elapsed = time.time() - started
+      rate = example_index / max(elapsed, 1e-9)
+      logging.info("SQuAD features: %d/%d examples (%.0f examples/s, ETA %.0fs), pos %d neg %d",
+                   example_index, len(examples), rate,
+                   (len(examples) - example_index) / max(rate, 1e-9), num_pos, num_neg)
+
+    query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question_text))
+    query_ids = query_ids[:max_query_length]
+
+    doc_pieces, offsets = tokenizer.tokenize_with_offsets(example.paragraph_text)
+    doc_ids = tokenizer.convert_tokens_to_ids(doc_pieces)
+    tok_start_to_orig = [start for start, _ in offsets]
+    # Inclusive last character; a bare "▁" (empty span) ends just before where it starts.
+    tok_end_to_orig = [end - 1 for _, end in offsets]
+
+    tok_start_position = tok_end_position = 0
+    if is_training and not example.is_impossible:
+      span = answer_token_span(offsets, example.start_position,
+                               example.start_position + len(example.orig_answer_text))
+      if span is None:  # unreachable for answers validated by parse_squad_examples
+        raise AlbertError(f"question {example.qas_id}: answer maps to no passage piece")
+      tok_start_position, tok_end_position = span
+
+    max_tokens_for_doc = max_seq_length - len(query_ids) - 3  # [CLS], [SEP], [SEP]
+    doc_spans = _doc_spans(len(doc_ids), max_tokens_for_doc, doc_stride)
+    doc_offset = len(query_ids) + 2
+
+    for doc_span_index, (span_start, span_length) in enumerate(doc_spans):
+      input_ids = [cls_id] + query_ids + [sep_id]
+      segment_ids = [0] * len(input_ids)
+      p_mask = [0] + [1] * (len(query_ids) + 1)
+      token_is_max_context = {}
+      for i in range(span_start, span_start + span_length):
+        token_is_max_context[len(input_ids)] = _check_is_max_context(
+            doc_spans, doc_span_index, i)
+        input_ids.append(doc_ids[i])
+        segment_ids.append(1)
+        p_mask.append(0)
+      input_ids.append(sep_id)
+      segment_ids.append(1)
+      p_mask.append(1)
+      paragraph_len = len(input_ids)
+      tokens = ([cls_piece] + tokenizer.convert_ids_to_tokens(query_ids) + [sep_piece] +
+                doc_pieces[span_start:span_start + span_length] + [sep_piece])
+      input_mask = [1] * len(input_ids)
+      padding = max_seq_length - len(input_ids)
+      input_ids += [0] * padding
+      input_mask += [0] * padding
+      segment_ids += [0] * padding
+      p_mask += [1] * padding
+
+      span_is_impossible = example.is_impossible
+      start_position = end_position = 0
+      if is_training and not span_is_impossible:
+        span_end = span_start + span_length - 1
+        if tok_start_position >= span_start and tok_end_position <= span_end:
+          start_position = tok_start_position - span_start + doc_offset
+          end_position = tok_end_position - span_start + doc_offset
+        else:  # this window misses the answer: train it to point at [CLS]
+          span_is_impossible = True
+
+      if span_is_impossible:
+        num_neg += 1
+      else:
+        num_pos += 1
+      yield SquadFeature(
+          unique_id=unique_id,
+          example_index=example_index,
+          doc_span_index=doc_span_index,
+          tok_start_to_orig_index=tok_start_to_orig[span_start:span_start + span_length],
+          tok_end_to_orig_index=tok_end_to_orig[span_start:span_start + span_length],
+          token_is_max_context=token_is_max_context,
+          tokens=tokens,
+          input_ids=input_ids,
+          input_mask=input_mask,
+          segment_ids=segment_ids,
+          p_mask=p_mask,
+          paragraph_len=paragraph_len,
+          doc_offset=doc_offset,
+          start_position=start_position,
+          end_position=end_position,
+          is_impossible=span_is_impossible)
+      unique_id += 1
+  logging.info("SQuAD features: %d examples -> %d features (pos %d, neg %d) in %.1fs",
+               len(examples), num_pos + num_neg, num_pos, num_neg, time.time() - started)
+
+
+# ----------------------------------------------------------------------------- feature files
+
+
+def _int_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def feature_to_tf_example(feature, is_training):
+  """The official tf.train.Example of one feature."""
+  features = {
+      "unique_ids": _int_feature([feature.unique_id]),
+      "input_ids": _int_feature(feature.input_ids),
+      "input_mask": _int_feature(feature.input_mask),
+      "segment_ids": _int_feature(feature.segment_ids),
+      "p_mask": _int_feature(feature.p_mask),
+  }
+  if is_training:
+    features["start_positions"] = _int_feature([feature.start_position])
+    features["end_positions"] = _int_feature([feature.end_position])
+    features["is_impossible"] = _int_feature([int(feature.is_impossible)])
+  return tf.train.Example(features=tf.train.Features(feature=features))
+
+
+def _temp_name(path):
+  return f"{path}.tmp-{os.getpid()}"
+
+
+class FeatureWriter:
+  """Writes features as official TFRecords to `filename` (via a temp name, renamed on close)."""
+
+  def __init__(self, filename, is_training):
+    self.filename = filename
+    self.is_training = is_training
+    self.num_features = 0
+    parent = os.path.dirname(filename)
+    if parent:
+      tf.io.gfile.makedirs(parent)
+    self._temp = _temp_name(filename)
+    self._writer = tf.io.TFRecordWriter(self._temp)
+
+  def process_feature(self, feature):
+    self._writer.write(feature_to_tf_example(feature, self.is_training).SerializeToString())
+    self.num_features += 1
+
+  def close(self):
+    self._writer.close()
+    tf.io.gfile.rename(self._temp, self.filename, overwrite=True)
+
+  def abort(self):
+    self._writer.close()
+    if tf.io.gfile.exists(self._temp):
+      tf.io.gfile.remove(self._temp)
+
+
+def write_features(features, filename, is_training, keep=False):
+  """Writes an iterable of SquadFeature to `filename`; returns the list if keep, else the count."""
+  writer = FeatureWriter(filename, is_training)
+  kept = []
+  try:
+    for feature in features:
+      writer.process_feature(feature)
+      if keep:
+        kept.append(feature)
+  except BaseException:
+    writer.abort()
+    raise
+  writer.close()
+  return kept if keep else writer.num_features
+
+
+def feature_spec(seq_length, is_training):
+  """The official parsing spec of the SQuAD feature TFRecords."""
+  spec = {
+      "unique_ids": tf.io.FixedLenFeature([], tf.int64),
+      "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+      "p_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+  }
+  if is_training:
+    spec["start_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["end_positions"] = tf.io.FixedLenFeature([], tf.int64)
+    spec["is_impossible"] = tf.io.FixedLenFeature([], tf.int64)
+  return spec
+
+
+def check_feature_file(path, seq_length, is_training, flag):
+  """Raises AlbertError unless `path`'s first record has the official features at seq_length."""
+  try:
+    record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+  except (tf.errors.OpError, OSError):
+    raise AlbertError(f"--{flag} {path} is not a readable TFRecord file (delete it to rebuild)")
+  if record is None:
+    raise AlbertError(f"--{flag} {path} is empty (delete it to rebuild)")
+  example = tf.train.Example.FromString(record.numpy())
+  names = example.features.feature
+  for name in feature_spec(seq_length, is_training):
+    if name not in names:
+      raise AlbertError(f"--{flag} {path} has no \"{name}\" feature (not a SQuAD "
+                        f"{'training' if is_training else 'prediction'} feature file?)")
+  length = len(names["input_ids"].int64_list.value)
+  if length != seq_length:
+    raise AlbertError(f"--{flag} {path} was written with max_seq_length {length}, but "
+                      f"--max_seq_length is {seq_length} (delete it to rebuild)")
+
+
+def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_remainder,
+                    input_context=None, shuffle_buffer=100, seed=None):
+  """tf.data.Dataset of official SQuAD features (int32) from TFRecord file(s).
+
+  Training repeats and shuffles (buffer 100, as the official); prediction reads once in order.
+  Yields dicts with every feature in `feature_spec`.
+  """
+  files = tf.io.gfile.glob(file_pattern)
+  if not files:
+    raise AlbertError(f"no SQuAD feature file matches {file_pattern}")
+  dataset = tf.data.Dataset.from_tensor_slices(sorted(files))
+  pipelines = input_context.num_input_pipelines if input_context is not None else 1
+  if pipelines > 1 and len(files) >= pipelines:
+    dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
+  dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=1)
+  if pipelines > 1 and len(files) < pipelines:  # one file (the usual case): shard its records
+    dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
+  if is_training:
+    dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
+  spec = feature_spec(seq_length, is_training)
+
+  def decode(record):
+    parsed = tf.io.parse_single_example(record, spec)
+    return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+  dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+  return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+# ----------------------------------------------------------------------------- "left" features
+
+
+def _file_sha1(path):
+  digest = hashlib.sha1()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      digest.update(chunk)
+  return digest.hexdigest()
+
+
+def conversion_settings(max_seq_length, doc_stride, max_query_length, do_lower_case,
+                        spm_model_file=None):
+  """What a cached feature file depends on (stored with it, checked when it is reused)."""
+  spm = None
+  if spm_model_file:
+    spm = (_file_sha1(spm_model_file) if tf.io.gfile.exists(spm_model_file)
+           else os.path.basename(spm_model_file))
+  return {"max_seq_length": int(max_seq_length), "doc_stride": int(doc_stride),
+          "max_query_length": int(max_query_length), "do_lower_case": bool(do_lower_case),
+          "spm_model": spm}
+
+
+def examples_fingerprint(examples):
+  """sha1 of what prediction features depend on: each question's id, text and passage."""
+  digest = hashlib.sha1()
+  for example in examples:
+    for text in (example.qas_id, example.question_text, example.paragraph_text):
+      digest.update(text.encode("utf-8"))
+      digest.update(b"\0")
+  return f"{len(examples)}:{digest.hexdigest()}"
+
+
+def save_features_left(features, path, settings, examples):
+  """Writes the prediction features' post-processing data (JSON, temp name then rename)."""
+  payload = {
+      "format": _LEFT_FILE_FORMAT,
+      "settings": settings,
+      "examples": examples_fingerprint(examples),
+      "features": [dataclasses.asdict(f) for f in features],
+  }
+  parent = os.path.dirname(path)
+  if parent:
+    tf.io.gfile.makedirs(parent)
+  temp = _temp_name(path)
+  with tf.io.gfile.GFile(temp, "w") as f:
+    json.dump(payload, f)
+  tf.io.gfile.rename(temp, path, overwrite=True)
+
+
+def load_features_left(path, settings, examples):
+  """Reads a left file; AlbertError if it is not ours or was built with other settings."""
+  flag = "--predict_feature_left_file"
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      payload = json.load(f)
+  except (json.JSONDecodeError, UnicodeDecodeError):
+    raise AlbertError(f"{flag} {path} is not an albert_tf feature file (an official pickle?); "
+                      "delete it to rebuild")
+  if not isinstance(payload, dict) or payload.get("format") != _LEFT_FILE_FORMAT:
+    raise AlbertError(f"{flag} {path} is not an albert_tf feature file; delete it to rebuild")
+  if payload["settings"] != settings:
+    raise AlbertError(f"{flag} {path} was built with {payload['settings']}, now {settings}; "
+                      "delete it and --predict_feature_file to rebuild")
+  if payload["examples"] != examples_fingerprint(examples):
+    raise AlbertError(f"{flag} {path} was built from other questions than the predict file "
+                      "(ids, questions or passages differ); delete it to rebuild")
+  features = []
+  for item in payload["features"]:
+    item["token_is_max_context"] = {int(k): v for k, v in item["token_is_max_context"].items()}
+    features.append(SquadFeature(**item))
+  return features
+
+
+def prepare_predict_features(examples, tokenizer, settings, predict_feature_file,
+                             predict_feature_left_file):
+  """The cached prediction features: loaded when both files exist, else built and written.
+
+  Returns the list of SquadFeature (for post-processing); the TFRecord is at predict_feature_file.
+  """
+  if (tf.io.gfile.exists(predict_feature_file) and
+      tf.io.gfile.exists(predict_feature_left_file)):
+    logging.info("Loading cached prediction features from %s", predict_feature_left_file)
+    features = load_features_left(predict_feature_left_file, settings, examples)
+    check_feature_file(predict_feature_file, settings["max_seq_length"], False,
+                       "predict_feature_file")
+    return features
+  features = write_features(
+      convert_examples_to_features(
+          examples, tokenizer, settings["max_seq_length"], settings["doc_stride"],
+          settings["max_query_length"], is_training=False),
+      predict_feature_file, is_training=False, keep=True)
+  save_features_left(features, predict_feature_left_file, settings, examples)
+  return features
+
+
+def _settings_path(feature_file):
+  return feature_file + ".settings.json"
+
+
+def prepare_train_features(examples, tokenizer, settings, train_feature_file):
+  """Writes the training TFRecord unless it exists (then checks it). Returns the file path.
+
+  Next to a file we write goes `<file>.settings.json`; a reused file with such a record must
+  match the current settings (files from the official tool have none: only their sequence
+  length is checked).
+  """
+  settings_path = _settings_path(train_feature_file)
+  if tf.io.gfile.exists(train_feature_file):
+    logging.info("Using cached training features %s", train_feature_file)
+    check_feature_file(train_feature_file, settings["max_seq_length"], True,
+                       "train_feature_file")
+    if tf.io.gfile.exists(settings_path):
+      with tf.io.gfile.GFile(settings_path, "r") as f:
+        cached = json.load(f)
+      if cached != settings:
+        raise AlbertError(f"--train_feature_file {train_feature_file} was built with {cached}, "
+                          f"now {settings}; delete it to rebuild")
+    return train_feature_file
+  num = write_features(
+      convert_examples_to_features(
+          examples, tokenizer, settings["max_seq_length"], settings["doc_stride"],
+          settings["max_query_length"], is_training=True),
+      train_feature_file, is_training=True)
+  temp = _temp_name(settings_path)
+  with tf.io.gfile.GFile(temp, "w") as f:
+    json.dump(settings, f)
+  tf.io.gfile.rename(temp, settings_path, overwrite=True)
+  logging.info("Wrote %d training features to %s", num, train_feature_file)
+  return train_feature_file

@@ -1,0 +1,100 @@
+"""AlbertSquadModel: the encoder + the SQuAD v1.1 span head or the official ALBERT v2.0 head."""
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import AlbertError
+from albert_tf.heads.squad import SquadSpanHead, SquadV2Head
+from albert_tf.networks.encoder import AlbertEncoder
+
+_ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertSquadModel(tf_keras.Model):
+  """Extractive question answering on the encoder's sequence output.
+
+  Inputs: dict of int32 [batch, seq_len] input_ids, input_mask, segment_ids; for v2.0 also p_mask
+  [batch, seq_len] and, to train, start_positions [batch] (the gold start the end head is
+  conditioned on). Other keys (unique_ids, ...) are ignored.
+
+  Outputs (float32; indices int32):
+    v1.1: start_logits, end_logits [batch, seq_len].
+    v2.0 with start_positions: start_log_probs, end_log_probs [batch, seq_len], cls_logits [batch].
+    v2.0 without: start_top_log_probs, start_top_index [batch, start_n_top],
+      end_top_log_probs, end_top_index [batch, start_n_top * end_n_top], cls_logits [batch].
+  """
+
+  def __init__(self, config, version_2_with_negative=False, start_n_top=5, end_n_top=5,
+               dropout_prob=0.1, **kwargs):
+    kwargs.setdefault("name", "albert_squad")
+    super().__init__(**kwargs)
+    if isinstance(config, dict):
+      config = AlbertConfig.from_dict(config)
+    self.config = config
+    self.version_2_with_negative = bool(version_2_with_negative)
+    self.start_n_top = start_n_top
+    self.end_n_top = end_n_top
+    self.dropout_prob = dropout_prob
+    self.encoder = AlbertEncoder(config, name="encoder")
+    if self.version_2_with_negative:
+      self.squad_head = SquadV2Head(
+          config.hidden_size, start_n_top=start_n_top, end_n_top=end_n_top,
+          dropout_prob=dropout_prob, initializer_range=config.initializer_range,
+          name="squad_v2_head")
+    else:
+      self.squad_head = SquadSpanHead(initializer_range=config.initializer_range,
+                                      name="squad_head")
+    self.squad_head.build([None, None, config.hidden_size])
+
+  def call(self, inputs, training=None):
+    encoder_outputs = self.encoder({k: inputs[k] for k in _ENCODER_INPUTS}, training=training)
+    sequence_output = encoder_outputs["sequence_output"]
+    if not self.version_2_with_negative:
+      return self.squad_head(sequence_output)
+    return self.squad_head(sequence_output, inputs["p_mask"],
+                           start_positions=inputs.get("start_positions"), training=training)
+
+  def get_config(self):
+    return {"config": self.config.to_dict(),
+            "version_2_with_negative": self.version_2_with_negative,
+            "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
+            "dropout_prob": self.dropout_prob, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+
+
+def load_tf1_squad_head(model, path):
+  """Loads the SQuAD head of an official TF1 fine-tuned checkpoint (run_squad_v1/v2.py) into
+  `model.squad_head`, if the checkpoint has it.
+
+  Args:
+    model: a built AlbertSquadModel.
+    path: a TF1 checkpoint prefix.
+  Returns:
+    The official names loaded: all of the head's, or [] when the checkpoint has none of them
+    (a pretraining checkpoint).
+  Raises:
+    AlbertError: the checkpoint has only part of the head, or a shape differs.
+  """
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  names = model.squad_head.tf1_variable_map()
+  present = [n for n in names if n in shapes]
+  if not present:
+    return []
+  if len(present) != len(names):
+    missing = sorted(set(names) - set(present))
+    raise AlbertError(f"{path}: has part of the SQuAD head but not {missing[0]} "
+                      f"({len(missing)} missing; a v1.1 checkpoint for a v2.0 model?)")
+  for name, variable in names.items():
+    if list(shapes[name]) != variable.shape.as_list():
+      raise AlbertError(f"{path}: variable {name} has shape {list(shapes[name])} in the "
+                        f"checkpoint but the model expects {variable.shape.as_list()}")
+  for name, variable in names.items():
+    variable.assign(reader.get_tensor(name).astype(variable.dtype.as_numpy_dtype))
+  return sorted(names)

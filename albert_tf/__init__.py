@@ -8,11 +8,29 @@ Public API:
   init_from_checkpoint                        TF1 official or our TF2 checkpoints
 """
 
+import importlib
+
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
-from albert_tf.networks.encoder import AlbertEncoder
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.checkpoints import (init_from_checkpoint, load_tf1_checkpoint,
-                                   save_tf1_checkpoint)
 
 __version__ = "0.1.0"
+
+# The names below import TensorFlow; they load on first use so that TensorFlow-free tools
+# (tokenization, create_pretraining_data workers) start fast and small.
+_LAZY = {
+    "AlbertEncoder": "albert_tf.networks.encoder",
+    "AlbertPretrainer": "albert_tf.models.pretrainer",
+    "init_from_checkpoint": "albert_tf.checkpoints",
+    "load_tf1_checkpoint": "albert_tf.checkpoints",
+    "save_tf1_checkpoint": "albert_tf.checkpoints",
+}
+
+__all__ = ["AlbertConfig", "AlbertError"] + sorted(_LAZY)
+
+
+def __getattr__(name):
+  if name in _LAZY:
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")

@@ -20,7 +20,8 @@ def restore_tf2_checkpoint(model, path):
   encoder = tf1_names.encoder_of(model)
   encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
   try:
-    encoder_only.read(path).assert_existing_objects_matched()
+    # expect_partial: the optimizer state and other heads in the file are meant to stay unread.
+    encoder_only.read(path).assert_existing_objects_matched().expect_partial()
   except (AssertionError, ValueError) as e:
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     raise AlbertError(f"{path}: encoder does not match this model's config ({first})") from None

@@ -1,0 +1,176 @@
+"""In-graph ALBERT tokenizer for serving: raw strings -> input_ids / input_mask / segment_ids.
+
+Runs entirely in TensorFlow (tensorflow-text's SentencePiece op), so an exported SavedModel takes
+raw text. It reproduces `albert_tf.tokenization.FullTokenizer` (SentencePiece mode) step by step:
+  1. whitespace runs (Python's `str.isspace` set) -> one space, ends stripped;
+  2. NFKD (ICU), then characters with a non-zero canonical combining class are dropped;
+  3. lower-casing (ICU full mapping, as Python's `str.lower`) when do_lower_case;
+  4. SentencePiece ids, then the digit-comma re-split (`▁3,` -> `▁3` `,`) by an id table;
+  5. packing [CLS] A [SEP] (B [SEP]) with the official classifier truncation (pop from the end of
+     the longer segment, B on ties) and zero padding to max_seq_length.
+Known divergences from the Python tokenizer (see `KNOWN_DIVERGENCES`) come from Unicode-version
+differences between Python's `unicodedata` and TensorFlow's ICU.
+"""
+
+import functools
+import sys
+import unicodedata
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+import tf_keras
+
+from albert_tf import tokenization
+from albert_tf.errors import AlbertError
+
+KNOWN_DIVERGENCES = (
+    "Characters whose Unicode data differs between Python's unicodedata (Unicode "
+    f"{unicodedata.unidata_version}) and TensorFlow's ICU: code points assigned after Unicode "
+    f"{unicodedata.unidata_version} (ICU decomposes some, e.g. U+105C9, U+11383, U+16121), and "
+    "lower-case mappings added in Unicode 14 that ICU lacks (e.g. U+2C2F, U+A7C0, U+10570).",
+    "An <unk> piece whose surface ends in a digit followed by ',' is re-split by the Python "
+    "tokenizer but not in graph (needs both the digit and ',' missing from the vocabulary).",
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _char_class(predicate_name):
+  """An RE2 character class of all code points for which the predicate holds (as ranges)."""
+  if predicate_name == "space":
+    predicate = lambda c: chr(c).isspace()
+  else:
+    predicate = lambda c: unicodedata.combining(chr(c)) != 0
+  ranges, start, prev = [], None, None
+  for cp in range(sys.maxunicode + 1):
+    if 0xD800 <= cp <= 0xDFFF or not predicate(cp):
+      continue
+    if start is not None and cp == prev + 1:
+      prev = cp
+      continue
+    if start is not None:
+      ranges.append((start, prev))
+    start = prev = cp
+  if start is not None:
+    ranges.append((start, prev))
+  parts = [f"\\x{{{a:04X}}}" if a == b else f"\\x{{{a:04X}}}-\\x{{{b:04X}}}" for a, b in ranges]
+  return "[" + "".join(parts) + "]"
+
+
+def classifier_truncation_lengths(len_a, len_b, max_num_tokens):
+  """Lengths after the official `_truncate_seq_pair` (pop from the longer; B on ties).
+
+  Closed form of the loop: len_a' = min(len_a, max(max_num_tokens - len_b, ceil(max/2))),
+  len_b' = min(len_b, max_num_tokens - len_a'). Works elementwise on int tensors.
+  """
+  half_up = (max_num_tokens + 1) // 2
+  new_a = tf.minimum(len_a, tf.maximum(max_num_tokens - len_b, half_up))
+  new_b = tf.minimum(len_b, max_num_tokens - new_a)
+  return new_a, new_b
+
+
+class InGraphTokenizer(tf_keras.layers.Layer):
+  """Raw text (one segment or a pair) -> ALBERT encoder inputs, inside the graph.
+
+  Call with a string tensor [batch] (single segments) or a tuple/list (text_a, text_b) of two
+  string tensors [batch]. Returns a dict of int32 [batch, max_seq_length] tensors:
+  input_ids ([CLS] A [SEP] B [SEP], zero-padded), input_mask, segment_ids.
+  `tokenize(texts)` gives the piece ids alone as a RaggedTensor [batch, (pieces)].
+  """
+
+  def __init__(self, spm_model_file, max_seq_length=512, do_lower_case=True, **kwargs):
+    super().__init__(**kwargs)
+    self.spm_model_file = spm_model_file
+    self.max_seq_length = int(max_seq_length)
+    self.do_lower_case = bool(do_lower_case)
+    if self.max_seq_length < 3:
+      raise AlbertError(f"max_seq_length={max_seq_length}: expected at least 3")
+    # The Python tokenizer supplies the special ids and the digit-comma split table.
+    self._py_tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file,
+                                                    do_lower_case=do_lower_case)
+    self._py_tokenizer.check_special_tokens()
+    sp = self._py_tokenizer.sp_model
+    self.cls_id = self._py_tokenizer.cls_id
+    self.sep_id = self._py_tokenizer.sep_id
+    self.pad_id = 0
+    with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+      self._sp_op = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
+    rows = []
+    for i in range(sp.GetPieceSize()):
+      split = tokenization._split_digit_comma(sp, sp.IdToPiece(i))  # pylint: disable=protected-access
+      if split is None or sp.IsControl(i) or sp.IsUnknown(i):
+        rows.append([i])
+      else:
+        rows.append([sp.PieceToId(p) for p in split])
+    self._split_table = tf.ragged.constant(rows, dtype=tf.int32)
+    self._space_re = _char_class("space") + "+"
+    self._combining_re = _char_class("combining")
+
+  def preprocess(self, texts):
+    """`preprocess_text` in graph: tf.string [batch] -> tf.string [batch]."""
+    texts = tf.strings.regex_replace(texts, self._space_re, " ")
+    texts = tf.strings.strip(texts)  # the collapsed ends are single ASCII spaces now
+    texts = tf_text.normalize_utf8(texts, "NFKD")
+    texts = tf.strings.regex_replace(texts, self._combining_re, "")
+    if self.do_lower_case:
+      # ICU's full lower-casing, like Python's: "İ" -> "i̇", word-final "Σ" -> "ς".
+      texts = tf.strings.lower(texts, encoding="utf-8")
+    return texts
+
+  def tokenize(self, texts):
+    """tf.string [batch] -> int32 RaggedTensor [batch, (pieces)], as FullTokenizer.tokenize."""
+    texts = tf.convert_to_tensor(texts, dtype=tf.string)
+    ids = self._sp_op.tokenize(self.preprocess(texts))
+    return tf.gather(self._split_table, ids).merge_dims(1, 2)
+
+  def call(self, inputs):
+    if isinstance(inputs, (tuple, list)):
+      if len(inputs) != 2:
+        raise AlbertError(f"InGraphTokenizer takes one or two text tensors, got {len(inputs)}")
+      ids_a, ids_b = self.tokenize(inputs[0]), self.tokenize(inputs[1])
+    else:
+      ids_a, ids_b = self.tokenize(inputs), None
+    return self.pack(ids_a, ids_b)
+
+  def pack(self, ids_a, ids_b=None):
+    """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
+    batch = ids_a.nrows()
+    len_a = ids_a.row_lengths()
+    if ids_b is None:
+      new_a = tf.minimum(len_a, self.max_seq_length - 2)
+      ids_a = _truncate_rows(ids_a, new_a)
+      parts = [_column(self.cls_id, batch), ids_a, _column(self.sep_id, batch)]
+      segments = [tf.zeros_like(p) for p in parts]
+    else:
+      len_b = ids_b.row_lengths()
+      new_a, new_b = classifier_truncation_lengths(len_a, len_b,
+                                                   tf.constant(self.max_seq_length - 3, tf.int64))
+      ids_a, ids_b = _truncate_rows(ids_a, new_a), _truncate_rows(ids_b, new_b)
+      sep = _column(self.sep_id, batch)
+      parts = [_column(self.cls_id, batch), ids_a, sep, ids_b, sep]
+      segments = [tf.zeros_like(p) for p in parts[:3]] + [tf.ones_like(p) for p in parts[3:]]
+    input_ids = tf.concat(parts, axis=1)
+    segment_ids = tf.concat(segments, axis=1)
+    shape = [None, self.max_seq_length]
+    return {
+        "input_ids": input_ids.to_tensor(default_value=self.pad_id, shape=shape),
+        "input_mask": tf.ones_like(input_ids).to_tensor(default_value=0, shape=shape),
+        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
+    }
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(spm_model_file=self.spm_model_file, max_seq_length=self.max_seq_length,
+                  do_lower_case=self.do_lower_case)
+    return config
+
+
+def _column(value, batch):
+  """A ragged [batch, 1] column of one id."""
+  return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(value, tf.int32)))
+
+
+def _truncate_rows(ids, lengths):
+  """Keeps the first lengths[i] items of row i of a RaggedTensor."""
+  positions = tf.ragged.range(ids.row_lengths())
+  keep = positions < tf.expand_dims(tf.cast(lengths, positions.dtype), 1)
+  return tf.ragged.boolean_mask(ids, keep)

@@ -1,0 +1,117 @@
+"""Training a SentencePiece model with the flags of the official ALBERT release.
+
+The released `30k-clean.model` files were trained as a unigram model with `<pad>`=0, `<unk>`=1,
+no BOS/EOS, and the control symbols [CLS], [SEP], [MASK] (ids 2, 3, 4). Models trained here follow
+the same conventions, so every tokenizer and data tool in albert_tf accepts them unchanged.
+"""
+
+import os
+import threading
+
+import sentencepiece as spm
+
+from albert_tf.errors import AlbertError
+
+CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
+# The official README's --user_defined_symbols: always kept as single pieces (ids 5..).
+OFFICIAL_USER_DEFINED_SYMBOLS = ("(", ")", "\"", "-", ".", "–", "£", "€")
+
+# SentencePieceTrainer has process-global state (random seed, logging); serialise its use.
+_TRAIN_LOCK = threading.Lock()
+
+
+def _csv_field(symbol):
+  # SentencePiece parses list flags as CSV: a symbol containing '"' or ',' must be quoted, with
+  # '"' doubled. (The official command line passed a bare '"', which made SentencePiece read
+  # `",-,.,–,£,€` as a single symbol; we register each symbol separately as intended.)
+  if '"' in symbol or "," in symbol:
+    return '"' + symbol.replace('"', '""') + '"'
+  return symbol
+
+
+def train_sentencepiece(input_files,
+                        model_prefix,
+                        vocab_size=30000,
+                        model_type="unigram",
+                        character_coverage=0.99995,
+                        user_defined_symbols=OFFICIAL_USER_DEFINED_SYMBOLS,
+                        input_sentence_size=10_000_000,
+                        shuffle_input_sentence=True,
+                        hard_vocab_limit=False,
+                        num_threads=1,
+                        seed=12345,
+                        max_sentence_length=8192,
+                        extra_flags=None):
+  """Trains a SentencePiece model with the official ALBERT flags and returns the .model path.
+
+  Args:
+    input_files: a path or a list of paths of plain-text files (one sentence per line; blank lines
+      are ignored by SentencePiece).
+    model_prefix: output prefix; writes `<model_prefix>.model` and `<model_prefix>.vocab`. Its
+      directory is created if missing.
+    vocab_size: the vocabulary size (30000 for the released models; tests use a few hundred).
+    model_type: "unigram" as released; "bpe", "char" and "word" are accepted for experiments.
+    character_coverage: share of characters covered by the vocabulary (official 0.99995).
+    user_defined_symbols: symbols always kept as single pieces, placed right after [MASK].
+    input_sentence_size: at most this many sentences are sampled for training.
+    shuffle_input_sentence: shuffle before sampling (official True).
+    hard_vocab_limit: when False (default) a small corpus may yield fewer pieces than vocab_size
+      instead of failing, which is what tiny test models need.
+    num_threads: trainer threads.
+    seed: SentencePiece's random generator seed, so the same corpus gives the same model.
+    max_sentence_length: longest line (bytes) used for training; longer lines are skipped.
+    extra_flags: optional dict of further `spm_train` flags (name -> value).
+
+  Returns:
+    The path of the written `.model` file.
+
+  Raises:
+    AlbertError: an input file is missing or empty, or SentencePiece rejects the settings.
+  """
+  if isinstance(input_files, (str, os.PathLike)):
+    input_files = [input_files]
+  input_files = [os.fspath(p) for p in input_files]
+  if not input_files:
+    raise AlbertError("train_sentencepiece: no input files given")
+  for path in input_files:
+    if not os.path.isfile(path):
+      raise AlbertError(f"train_sentencepiece: input file {path} does not exist")
+    if os.path.getsize(path) == 0:
+      raise AlbertError(f"train_sentencepiece: input file {path} is empty")
+  model_prefix = os.fspath(model_prefix)
+  out_dir = os.path.dirname(os.path.abspath(model_prefix))
+  os.makedirs(out_dir, exist_ok=True)
+
+  flags = dict(
+      input=",".join(input_files),
+      model_prefix=model_prefix,
+      vocab_size=int(vocab_size),
+      model_type=model_type,
+      character_coverage=character_coverage,
+      pad_id=0,
+      unk_id=1,
+      bos_id=-1,
+      eos_id=-1,
+      control_symbols=",".join(CONTROL_SYMBOLS),
+      input_sentence_size=int(input_sentence_size),
+      shuffle_input_sentence=bool(shuffle_input_sentence),
+      hard_vocab_limit=bool(hard_vocab_limit),
+      num_threads=int(num_threads),
+      max_sentence_length=int(max_sentence_length),
+  )
+  if user_defined_symbols:
+    flags["user_defined_symbols"] = ",".join(_csv_field(s) for s in user_defined_symbols)
+  if extra_flags:
+    flags.update(extra_flags)
+
+  with _TRAIN_LOCK:
+    spm.set_random_generator_seed(int(seed))
+    try:
+      spm.SentencePieceTrainer.train(**flags, minloglevel=2)
+    except (RuntimeError, OSError) as e:
+      first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+      raise AlbertError(f"train_sentencepiece: SentencePiece training failed: {first_line}")
+  model_path = model_prefix + ".model"
+  if not os.path.isfile(model_path):
+    raise AlbertError(f"train_sentencepiece: SentencePiece wrote no model at {model_path}")
+  return model_path

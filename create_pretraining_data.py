@@ -1,0 +1,102 @@
+"""Creates ALBERT pretraining TFRecords (SOP pairs + n-gram masked LM) from raw text.
+
+Same flags, defaults and output format as the official ALBERT create_pretraining_data.py, e.g.
+
+  python create_pretraining_data.py --input_file=corpus/*.txt --output_file=out/train.tfrecord \
+      --spm_model_file=30k-clean.model --max_seq_length=512 --dupe_factor=40
+
+Input: one sentence per line, a blank line between documents. Additions: --num_workers,
+--chunk_mb, --invalid_utf8. The output depends only on the inputs, the flags and --random_seed.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from albert_tf.data import pretraining_data_creation
+from albert_tf.data import pretraining_instances
+from albert_tf.errors import AlbertError, run_main
+
+FLAGS = flags.FLAGS
+
+# The official flags (names and defaults unchanged).
+flags.DEFINE_string("input_file", None, "Raw text: comma-separated files or globs; one sentence "
+                    "per line, a blank line between documents.")
+flags.DEFINE_string("output_file", None, "Comma-separated TFRecord outputs (written "
+                    "round-robin).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary, used when --spm_model_file is "
+                    "not given.")
+flags.DEFINE_string("spm_model_file", None, "SentencePiece model (e.g. 30k-clean.model).")
+flags.DEFINE_string("input_file_mode", "r", "Accepted for compatibility ('r' or 'rb'); input "
+                    "is always read as UTF-8 bytes.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the text before tokenizing.")
+flags.DEFINE_bool("do_whole_word_mask", True, "Mask whole words (all pieces of a word) instead "
+                  "of single pieces.")
+flags.DEFINE_bool("do_permutation", False, "Also permute the tokens of extra n-grams and "
+                  "predict them.")
+flags.DEFINE_bool("favor_shorter_ngram", True, "p(n) proportional to 1/n; when false, longer "
+                  "n-grams are favoured instead.")
+flags.DEFINE_bool("random_next_sentence", False, "Make BERT next-sentence pairs (B from a "
+                  "random document) instead of sentence-order pairs.")
+flags.DEFINE_integer("max_seq_length", 512, "Tokens per instance, [CLS] and [SEP]s included.")
+flags.DEFINE_integer("ngram", 3, "Longest masked n-gram (in words).")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked positions per instance.")
+flags.DEFINE_integer("random_seed", 12345, "Seed; the output depends only on it, the inputs and "
+                     "the flags.")
+flags.DEFINE_integer("dupe_factor", 40, "Passes over the input, each with new pairs and masks.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Share of tokens to mask.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for an "
+                   "instance.")
+
+# Additions.
+flags.DEFINE_integer("num_workers", os.cpu_count() or 1, "Worker processes (the output is the "
+                     "same for any value).")
+flags.DEFINE_float("chunk_mb", 1.0, "Documents are paired and shuffled in chunks of about this "
+                   "many MB of text; memory grows with it and --dupe_factor, not with the corpus.")
+flags.DEFINE_enum("invalid_utf8", "stop", ["stop", "skip"], "A line that is not UTF-8: stop "
+                  "with an error naming file and line, or skip it and count it.")
+flags.DEFINE_bool("progress", True, "Print a progress line every few seconds.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise AlbertError(f"unexpected arguments: {' '.join(argv[1:])}")
+  if not FLAGS.input_file:
+    raise AlbertError("--input_file is required")
+  if not FLAGS.output_file:
+    raise AlbertError("--output_file is required")
+  if not FLAGS.spm_model_file and not FLAGS.vocab_file:
+    raise AlbertError("--spm_model_file (or --vocab_file for WordPiece) is required")
+  if FLAGS.input_file_mode not in ("r", "rb"):
+    raise AlbertError(f"--input_file_mode={FLAGS.input_file_mode}: expected 'r' or 'rb'")
+  options = pretraining_instances.InstanceOptions(
+      max_seq_length=FLAGS.max_seq_length,
+      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      masked_lm_prob=FLAGS.masked_lm_prob,
+      short_seq_prob=FLAGS.short_seq_prob,
+      ngram=FLAGS.ngram,
+      do_whole_word_mask=FLAGS.do_whole_word_mask,
+      favor_shorter_ngram=FLAGS.favor_shorter_ngram,
+      do_permutation=FLAGS.do_permutation,
+      random_next_sentence=FLAGS.random_next_sentence,
+      dupe_factor=FLAGS.dupe_factor)
+  report = pretraining_data_creation.create_pretraining_data(
+      input_file=FLAGS.input_file,
+      output_file=FLAGS.output_file,
+      spm_model_file=FLAGS.spm_model_file,
+      vocab_file=FLAGS.vocab_file,
+      do_lower_case=FLAGS.do_lower_case,
+      options=options,
+      random_seed=FLAGS.random_seed,
+      num_workers=FLAGS.num_workers,
+      chunk_mb=FLAGS.chunk_mb,
+      invalid_utf8=FLAGS.invalid_utf8,
+      show_progress=FLAGS.progress)
+  for line in pretraining_data_creation.format_report(report):
+    print(line, file=sys.stderr)
+
+
+if __name__ == "__main__":
+  app.run(run_main(main))

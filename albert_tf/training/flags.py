@@ -1,0 +1,81 @@
+"""Flags shared by every run_* script: the official TPU flags and our non-official extras.
+
+The official scripts each define --use_tpu, --tpu_name, --tpu_zone, --gcp_project, --master,
+--num_tpu_cores, --iterations_per_loop; `define_common_flags` defines them once (same names,
+defaults and meaning) plus the extras every script has (--strategy, --precision, ...).
+"""
+
+from absl import flags
+
+from albert_tf.errors import AlbertError
+from albert_tf.training import strategy as strategy_lib
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def _define_if_missing(define, name, *args, **kwargs):
+  if name not in flags.FLAGS:
+    define(name, *args, **kwargs)
+
+
+def define_common_flags():
+  """Defines the shared flags on absl's global FLAGS (idempotent)."""
+  d = _define_if_missing
+  # Official TPU flags.
+  d(flags.DEFINE_bool, "use_tpu", False, "Whether to use TPU or GPU/CPU.")
+  d(flags.DEFINE_string, "tpu_name", None,
+    "The Cloud TPU to use for training: the name used when creating the Cloud TPU, or a "
+    "grpc://ip.address.of.tpu:8470 url.")
+  d(flags.DEFINE_string, "tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
+  d(flags.DEFINE_string, "gcp_project", None, "Project name for the Cloud TPU-enabled project.")
+  d(flags.DEFINE_string, "master", None, "[Optional] TensorFlow master URL.")
+  d(flags.DEFINE_integer, "num_tpu_cores", 8,
+    "Only used if `use_tpu` is True. Total number of TPU cores to use (the strategy uses the "
+    "cores the TPU system reports).")
+  d(flags.DEFINE_integer, "iterations_per_loop", 1000,
+    "How many steps to make in each estimator call (here: steps per tf.function loop; the "
+    "progress line and checkpoints still come at their own intervals).")
+  # Extras (not in the official scripts).
+  d(flags.DEFINE_enum, "strategy", "auto", list(strategy_lib.STRATEGIES),
+    "tf.distribute strategy; auto = tpu if --use_tpu, multi_worker_mirrored if TF_CONFIG names "
+    "a cluster, mirrored with several GPUs, else default.")
+  d(flags.DEFINE_enum, "precision", "fp32", list(PRECISIONS),
+    "Compute precision: fp32, bf16 (mixed_bfloat16) or fp16 (mixed_float16 with dynamic loss "
+    "scaling). Variables stay float32.")
+  d(flags.DEFINE_bool, "jit_compile", False, "Compile the train/eval steps with XLA.")
+  d(flags.DEFINE_integer, "gradient_accumulation_steps", 1,
+    "Split each global batch into this many micro-batches and apply their summed gradient "
+    "once (same update as the full batch, less memory).")
+  d(flags.DEFINE_integer, "log_every_n_steps", 100, "Steps between progress lines/summaries.")
+  d(flags.DEFINE_bool, "deterministic", False,
+    "Enable TF op determinism (bit-identical reruns and resumes; slower).")
+
+
+def strategy_from_flags(flags_obj=None):
+  """The strategy the shared flags select."""
+  f = flags_obj or flags.FLAGS
+  return strategy_lib.get_strategy(
+      strategy=f.strategy, use_tpu=f.use_tpu, tpu_name=f.tpu_name, tpu_zone=f.tpu_zone,
+      gcp_project=f.gcp_project, master=f.master)
+
+
+def trainer_kwargs_from_flags(flags_obj=None):
+  """Trainer keyword arguments set by the shared flags (precision, jit, accumulation, logging)."""
+  f = flags_obj or flags.FLAGS
+  if f.gradient_accumulation_steps < 1:
+    raise AlbertError(f"--gradient_accumulation_steps={f.gradient_accumulation_steps} is "
+                      "invalid: expected >= 1")
+  if f.log_every_n_steps < 1:
+    raise AlbertError(f"--log_every_n_steps={f.log_every_n_steps} is invalid: expected >= 1")
+  return dict(precision=f.precision, jit_compile=f.jit_compile,
+              gradient_accumulation_steps=f.gradient_accumulation_steps,
+              log_every_n_steps=f.log_every_n_steps,
+              steps_per_loop=max(1, f.iterations_per_loop))
+
+
+def apply_runtime_flags(flags_obj=None):
+  """Process-wide settings some flags ask for (call once from a script's main)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  f = flags_obj or flags.FLAGS
+  if f.deterministic:
+    tf.config.experimental.enable_op_determinism()

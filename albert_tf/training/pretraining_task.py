@@ -1,0 +1,132 @@
+"""The pretraining Task: masked-LM + sentence-order prediction, as the official run_pretraining."""
+
+import dataclasses
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import pretraining_dataset
+from albert_tf.errors import AlbertError
+from albert_tf.training.task import Task
+
+FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
+# The keys of the official eval_results.txt.
+OFFICIAL_EVAL_KEYS = ("global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                      "sentence_order_accuracy", "sentence_order_loss")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+  """The official run_pretraining flags the task needs."""
+  albert_config: AlbertConfig
+  input_file: str = ""
+  eval_input_file: Optional[str] = None  # default: input_file (as the official script)
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  init_checkpoint: Optional[str] = None
+  init_from_group0: bool = False
+  shuffle_seed: Optional[int] = None
+
+
+def masked_lm_example_loss(mlm_logits, masked_lm_ids):
+  """Per-prediction cross-entropy, float32 [batch, num_predictions]."""
+  log_probs = tf.nn.log_softmax(tf.cast(mlm_logits, tf.float32), axis=-1)
+  return -tf.gather(log_probs, masked_lm_ids, axis=-1, batch_dims=2)
+
+
+def sentence_order_example_loss(sop_logits, labels):
+  """Per-example cross-entropy, float32 [batch]."""
+  log_probs = tf.nn.log_softmax(tf.cast(sop_logits, tf.float32), axis=-1)
+  return -tf.gather(log_probs, labels, axis=-1, batch_dims=1)
+
+
+class PretrainingTask(Task):
+  """ALBERT pretraining on official TFRecords.
+
+  Loss normalisation follows the official TPU run: the masked-LM loss
+  sum(w * CE) / (sum(w) + 1e-5) is computed per replica micro-batch (the official computes it
+  per TPU core) and averaged over replicas and micro-batches; the SOP loss is the batch mean.
+  A single replica without accumulation is exactly the official single-device loss.
+  """
+
+  name = "pretraining"
+
+  def __init__(self, params: PretrainingConfig):
+    self.params = params
+    config = params.albert_config
+    if params.max_seq_length > config.max_position_embeddings:
+      raise AlbertError(f"--max_seq_length={params.max_seq_length} exceeds "
+                        f"max_position_embeddings={config.max_position_embeddings} of the albert "
+                        f"config")
+    if params.max_predictions_per_seq > params.max_seq_length:
+      raise AlbertError(f"--max_predictions_per_seq={params.max_predictions_per_seq} exceeds "
+                        f"--max_seq_length={params.max_seq_length}")
+
+  def build_model(self):
+    from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
+    return AlbertPretrainer(self.params.albert_config)
+
+  def initialize(self, model):
+    if self.params.init_checkpoint:
+      from albert_tf import checkpoints  # pylint: disable=g-import-not-at-top
+      checkpoints.init_from_checkpoint(model, self.params.init_checkpoint,
+                                       init_from_group0=self.params.init_from_group0)
+
+  def build_inputs(self, mode, batch_size, input_context=None):
+    is_training = mode == "train"
+    files = self.params.input_file
+    if not is_training and self.params.eval_input_file:
+      files = self.params.eval_input_file
+    ds = pretraining_dataset.pretraining_dataset(
+        files, self.params.max_seq_length, self.params.max_predictions_per_seq, batch_size,
+        is_training=is_training, input_context=input_context, seed=self.params.shuffle_seed)
+
+    def split(record):
+      features = {k: record[k] for k in FEATURE_KEYS}
+      labels = {
+          "masked_lm_ids": record["masked_lm_ids"],
+          "masked_lm_weights": record["masked_lm_weights"],
+          "next_sentence_labels": tf.reshape(record["next_sentence_labels"], [-1]),
+      }
+      return features, labels
+
+    return ds.map(split)
+
+  def build_losses(self, labels, outputs, global_batch_size):
+    weights = labels["masked_lm_weights"]
+    per_prediction = masked_lm_example_loss(outputs["mlm_logits"], labels["masked_lm_ids"])
+    local_batch = tf.cast(tf.shape(weights)[0], tf.float32)
+    share = local_batch / tf.cast(global_batch_size, tf.float32)
+    mlm_loss = (tf.reduce_sum(weights * per_prediction) / (tf.reduce_sum(weights) + 1e-5)
+                * share)
+    per_example = sentence_order_example_loss(outputs["sop_logits"],
+                                              labels["next_sentence_labels"])
+    sop_loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
+    return mlm_loss + sop_loss, {"mlm_loss": mlm_loss, "sop_loss": sop_loss}
+
+  def build_metrics(self, training=True):
+    metrics = [tf_keras.metrics.Mean("masked_lm_accuracy"),
+               tf_keras.metrics.Mean("sentence_order_accuracy")]
+    if not training:
+      metrics += [tf_keras.metrics.Mean("masked_lm_loss"),
+                  tf_keras.metrics.Mean("sentence_order_loss")]
+    return metrics
+
+  def update_metrics(self, metrics, labels, outputs):
+    by_name = {m.name: m for m in metrics}
+    weights = labels["masked_lm_weights"]
+    mlm_ids = labels["masked_lm_ids"]
+    mlm_pred = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+    by_name["masked_lm_accuracy"].update_state(
+        tf.cast(tf.equal(mlm_pred, mlm_ids), tf.float32), sample_weight=weights)
+    sop_labels = labels["next_sentence_labels"]
+    sop_pred = tf.argmax(outputs["sop_logits"], axis=-1, output_type=tf.int32)
+    by_name["sentence_order_accuracy"].update_state(
+        tf.cast(tf.equal(sop_pred, sop_labels), tf.float32))
+    if "masked_lm_loss" in by_name:
+      by_name["masked_lm_loss"].update_state(
+          masked_lm_example_loss(outputs["mlm_logits"], mlm_ids), sample_weight=weights)
+      by_name["sentence_order_loss"].update_state(
+          sentence_order_example_loss(outputs["sop_logits"], sop_labels))

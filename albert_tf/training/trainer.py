@@ -1,0 +1,580 @@
+"""The one training loop: any Task, any tf.distribute strategy, resumable.
+
+What a step does (the official `optimization.create_optimizer`, distributed):
+  1. Each worker's input pipeline yields its share of the global batch; the batch is split into
+     `gradient_accumulation_steps` micro-batches per local replica.
+  2. Each replica runs forward/backward on its micro-batches, summing gradients (the task's loss
+     is averaged over the *global* batch, so the sum over replicas and micro-batches is the
+     gradient of the global-batch loss).
+  3. Gradients are summed over replicas, clipped to global norm 1.0 and applied once; the
+     optimizer's `iterations` is the global step (it drives the learning-rate schedule).
+
+Checkpoints (tf.train.CheckpointManager in output_dir, `ckpt-<step>`) hold
+`tf.train.Checkpoint(model=..., optimizer=..., global_step=...)`; the position of each worker's
+input pipeline is saved next to them (`train_input_state/worker_<i>/`), so a run killed and
+started again continues exactly where the last checkpoint was taken: same step, optimizer
+moments, learning-rate schedule position and data.
+"""
+
+import contextlib
+import math
+import os
+import shutil
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.errors import AlbertError
+from albert_tf.training import optimizer as optimizer_lib
+from albert_tf.training import strategy as strategy_lib
+from albert_tf.training.task import Task
+
+PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+_INPUT_STATE_DIR = "train_input_state"
+
+
+def _format_duration(seconds):
+  if not math.isfinite(seconds):
+    return "?"
+  seconds = int(round(seconds))
+  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _format_value(value):
+  value = float(value)
+  return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}"
+
+
+def _to_numpy(structure):
+  return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t),
+                               structure)
+
+
+def write_results_file(path, results):
+  """`key = value` lines, sorted by key (the official eval_results.txt), written atomically."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    for key in sorted(results):
+      f.write(f"{key} = {results[key]}\n")
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+class NonFiniteLossError(AlbertError):
+  """The loss became NaN/inf; the last good checkpoint is kept."""
+
+
+class Trainer:
+  """Runs a `Task` for train / evaluate / predict under a tf.distribute strategy.
+
+  Args:
+    task: an `albert_tf.training.task.Task`.
+    strategy: tf.distribute.Strategy (default: the current/default strategy).
+    output_dir: checkpoints, TensorBoard summaries (train/, eval/) and input state.
+    optimizer_fn: zero-arg callable returning a Keras (legacy) optimizer, e.g.
+      `lambda: create_optimizer("lamb", ...)`. Needed for `train` only.
+    precision: "fp32", "bf16" (mixed_bfloat16) or "fp16" (mixed_float16 + dynamic loss scaling).
+    jit_compile: XLA-compile the forward/backward computation.
+    gradient_accumulation_steps: micro-batches per global batch.
+    save_checkpoints_steps: checkpoint interval in global steps (a final one is always saved).
+    keep_checkpoint_max: checkpoints kept (None or 0: all).
+    log_every_n_steps: progress line / summary interval.
+    steps_per_loop: steps run inside one tf.function call (bounded by the intervals above).
+    clip_norm: global-norm gradient clipping (official: 1.0; None/0 disables).
+  """
+
+  def __init__(self, task, strategy=None, output_dir=None, optimizer_fn=None, precision="fp32",
+               jit_compile=False, gradient_accumulation_steps=1, save_checkpoints_steps=1000,
+               keep_checkpoint_max=5, log_every_n_steps=100, steps_per_loop=None,
+               clip_norm=1.0):
+    if not isinstance(task, Task):
+      raise TypeError(f"task must be an albert_tf Task, got {type(task).__name__}")
+    if precision not in PRECISION_POLICIES:
+      raise AlbertError(f"--precision={precision!r} is invalid: expected one of "
+                        f"{', '.join(PRECISION_POLICIES)}")
+    if int(gradient_accumulation_steps) < 1:
+      raise AlbertError(f"--gradient_accumulation_steps={gradient_accumulation_steps} is "
+                        "invalid: expected >= 1")
+    if save_checkpoints_steps is not None and int(save_checkpoints_steps) < 1:
+      raise AlbertError(f"--save_checkpoints_steps={save_checkpoints_steps} is invalid: "
+                        "expected >= 1")
+    self.task = task
+    self.strategy = strategy or tf.distribute.get_strategy()
+    self.output_dir = output_dir
+    self.precision = precision
+    self.jit_compile = bool(jit_compile)
+    self.accumulation_steps = int(gradient_accumulation_steps)
+    self.save_checkpoints_steps = int(save_checkpoints_steps or 0)
+    self.keep_checkpoint_max = keep_checkpoint_max or None
+    self.log_every_n_steps = max(1, int(log_every_n_steps or 1))
+    self.steps_per_loop = max(1, int(steps_per_loop or self.log_every_n_steps))
+    self.clip_norm = clip_norm
+    self._optimizer_fn = optimizer_fn
+    self._task_type, self.worker_id, self.is_chief = strategy_lib.worker_info(self.strategy)
+    self.num_workers = strategy_lib.num_workers(self.strategy)
+    self.local_replicas = max(1, self.strategy.num_replicas_in_sync // self.num_workers)
+
+    with self._precision_policy(), self.strategy.scope():
+      self.model = task.build_model()
+      self.optimizer = None
+      if optimizer_fn is not None:
+        optimizer = optimizer_fn()
+        if precision == "fp16":
+          optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+        self.optimizer = optimizer
+      self.train_metrics = list(task.build_metrics(training=True) or [])
+      self.eval_metrics = list(task.build_metrics(training=False) or [])
+      # The step counter of runs without an optimizer (evaluate/predict), restored from
+      # checkpoints as `global_step`.
+      self._eval_step_counter = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                            name="global_step")
+    self._built = False
+    self._aux_keys = []
+    self._train_fn = None
+    self._eval_fn = None
+    self._predict_fn = None
+
+  # ------------------------------------------------------------------ helpers
+  @contextlib.contextmanager
+  def _precision_policy(self):
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(PRECISION_POLICIES[self.precision])
+    try:
+      yield
+    finally:
+      tf_keras.mixed_precision.set_global_policy(previous)
+
+  @property
+  def global_step(self):
+    """The number of optimizer updates applied (int)."""
+    if self.optimizer is not None:
+      return int(self.optimizer.iterations.numpy())
+    return int(self._eval_step_counter.numpy())
+
+  def export_model(self):
+    """The trained model (for SavedModel / TF-Hub export)."""
+    return self.model
+
+  def _input_context(self):
+    return tf.distribute.InputContext(num_input_pipelines=self.num_workers,
+                                      input_pipeline_id=self.worker_id,
+                                      num_replicas_in_sync=self.strategy.num_replicas_in_sync)
+
+  def _ensure_built(self, element_spec):
+    """Creates the model's (and optimizer's) variables eagerly, so checkpoints restore at once
+    and no variable is created inside a traced step."""
+    if self._built:
+      return
+    features_spec = element_spec[0]
+
+    def zeros(spec):
+      shape = [1 if d is None else d for d in spec.shape.as_list()]
+      if shape:
+        shape[0] = 1
+      return tf.zeros(shape, spec.dtype)
+
+    dummy = tf.nest.map_structure(zeros, features_spec)
+    with self.strategy.scope():
+      outputs = self.model(dummy, training=False)
+      # The names of the task's auxiliary losses (logged with the loss): one eager call on
+      # the dummy batch, so the traced train loop knows them up front.
+      try:
+        dummy_labels = tf.nest.map_structure(zeros, element_spec[1])
+        _, aux = self.task.build_losses(dummy_labels, outputs, 1)
+        self._aux_keys = sorted(aux or {})
+      except (tf.errors.OpError, ValueError, TypeError, KeyError, IndexError) as e:
+        logging.warning("Auxiliary losses will not be logged (%s)", e)
+        self._aux_keys = []
+      if self.optimizer is not None:
+        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        inner._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
+    self._built = True
+
+  def _checkpoint(self):
+    if self.optimizer is not None:
+      return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                 global_step=self.optimizer.iterations)
+    return tf.train.Checkpoint(model=self.model, global_step=self._eval_step_counter)
+
+  def _checkpoint_dir(self):
+    """Where this worker writes checkpoints: output_dir for the chief, a scratch dir otherwise
+    (every worker must take part in saving under MultiWorkerMirroredStrategy)."""
+    if self.is_chief:
+      return self.output_dir
+    return os.path.join(self.output_dir, f".worker_{self.worker_id}_scratch")
+
+  def _summary_writer(self, name):
+    if self.output_dir and self.is_chief:
+      return tf.summary.create_file_writer(os.path.join(self.output_dir, name))
+    return tf.summary.create_noop_writer()
+
+  def _log(self, message):
+    if self.is_chief:
+      print(message, flush=True)
+
+  def _split_for_replicas(self, batch):
+    """[K * R * b, ...] worker batch -> per-replica [K, b, ...] (micro-batch k of replica r is
+    slice k * R + r), as a distributed value."""
+    k, r = self.accumulation_steps, self.local_replicas
+
+    def value_fn(ctx):
+      index = ctx.replica_id_in_sync_group % r
+
+      def take(t):
+        t = tf.reshape(t, tf.concat([[k, r, -1], tf.shape(t)[1:]], 0))
+        return t[:, index]
+      return tf.nest.map_structure(take, batch)
+
+    return self.strategy.experimental_distribute_values_from_function(value_fn)
+
+  # ------------------------------------------------------------------ train
+  def _build_train_fn(self, global_batch_size):
+    model, task, optimizer = self.model, self.task, self.optimizer
+    k = self.accumulation_steps
+    loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+
+    def forward_backward(features, labels):
+      """Sums loss, aux and gradients over the K micro-batches of one replica."""
+      variables = model.trainable_variables
+
+      def one(i):
+        f = tf.nest.map_structure(lambda t: t[i], features)
+        l = tf.nest.map_structure(lambda t: t[i], labels)
+        with tf.GradientTape() as tape:
+          outputs = model(f, training=True)
+          loss, aux = task.build_losses(l, outputs, global_batch_size)
+          loss = tf.cast(loss, tf.float32)
+          scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
+        grads = tape.gradient(scaled, variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, variables)]
+        task.update_metrics(self.train_metrics, l, outputs)
+        aux = {n: tf.cast(a, tf.float32) for n, a in (aux or {}).items()}
+        return loss, aux, grads
+
+      loss, aux, grads = one(0)
+      if k > 1:
+        def body(i, loss, aux, grads):
+          l2, a2, g2 = one(i)
+          return (i + 1, loss + l2, {n: aux[n] + a2[n] for n in aux},
+                  [a + b for a, b in zip(grads, g2)])
+        _, loss, aux, grads = tf.while_loop(lambda i, *_: i < k, body,
+                                            (tf.constant(1), loss, aux, grads))
+      return loss, aux, grads
+
+    if self.jit_compile:
+      forward_backward = tf.function(forward_backward, jit_compile=True)
+
+    def replica_step(features, labels):
+      loss, aux, grads = forward_backward(features, labels)
+      ctx = tf.distribute.get_replica_context()
+      if self.strategy.num_replicas_in_sync > 1:
+        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+      if loss_scaling:
+        grads = optimizer.get_unscaled_gradients(grads)
+      if self.clip_norm:
+        grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
+      optimizer.apply_gradients(zip(grads, model.trainable_variables),
+                                experimental_aggregate_gradients=False)
+      return loss, aux
+
+    strategy = self.strategy
+
+    def one_step(iterator):
+      step_before = tf.identity(optimizer.iterations)
+      features, labels = next(iterator)
+      dist = self._split_for_replicas((features, labels))
+      loss, aux = strategy.run(replica_step, args=dist)
+      loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+      aux = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, a, axis=None)
+             for n, a in aux.items()}
+      finite = tf.math.is_finite(loss)
+      bad_step = tf.where(finite, tf.constant(-1, tf.int64),
+                          tf.cast(step_before, tf.int64) + 1)
+      return loss, aux, bad_step
+
+    aux_keys = list(self._aux_keys)
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+      """Runs up to num_steps steps; stops early at a non-finite loss.
+
+      Returns (sum of losses, sum of aux, steps run, first bad step or -1).
+      """
+      loss_sum = tf.constant(0.0)
+      aux_sum = {n: tf.constant(0.0) for n in aux_keys}
+      steps = tf.constant(0)
+      bad_step = tf.constant(-1, tf.int64)
+      for _ in tf.range(num_steps):
+        loss, aux, bad_step = one_step(iterator)
+        steps += 1
+        loss_sum += loss
+        aux_sum = {n: aux_sum[n] + aux[n] for n in aux_keys}
+        if bad_step >= 0:
+          break
+      return loss_sum, aux_sum, steps, bad_step
+
+    return train_loop
+
+  def _train_dataset_iterator(self, train_batch_size):
+    worker_batch = train_batch_size // self.num_workers
+    dataset = self.task.build_inputs("train", worker_batch, self._input_context())
+    return iter(dataset), dataset.element_spec
+
+  def train(self, num_train_steps, train_batch_size):
+    """Trains to global step `num_train_steps`, resuming from output_dir's latest checkpoint.
+
+    Returns a dict: global_step, loss (mean over the last logging interval), aux losses and
+    train metrics of that interval, examples_per_second, train_seconds.
+    """
+    if self.optimizer is None:
+      raise AlbertError("Trainer.train needs optimizer_fn")
+    if not self.output_dir:
+      raise AlbertError("Trainer.train needs an output_dir for checkpoints")
+    replicas = self.strategy.num_replicas_in_sync
+    if train_batch_size % (replicas * self.accumulation_steps):
+      raise AlbertError(
+          f"--train_batch_size={train_batch_size} is invalid: must be a multiple of "
+          f"replicas ({replicas}) x --gradient_accumulation_steps ({self.accumulation_steps})")
+    tf.io.gfile.makedirs(self.output_dir)
+
+    iterator, element_spec = self._train_dataset_iterator(train_batch_size)
+    self._ensure_built(element_spec)
+    checkpoint = self._checkpoint()
+    manager = (tf.train.CheckpointManager(checkpoint, self.output_dir,
+                                          max_to_keep=self.keep_checkpoint_max)
+               if self.is_chief else None)
+    input_checkpoint = tf.train.Checkpoint(iterator=iterator)
+    input_dir = os.path.join(self.output_dir, _INPUT_STATE_DIR, f"worker_{self.worker_id}")
+    input_manager = tf.train.CheckpointManager(input_checkpoint, input_dir,
+                                               max_to_keep=self.keep_checkpoint_max)
+
+    latest = tf.train.latest_checkpoint(self.output_dir)
+    if latest:
+      try:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+      except (AssertionError, ValueError, tf.errors.OpError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AlbertError(f"{latest}: the checkpoint in --output_dir does not match this model "
+                          f"and optimizer (different config/precision?): {first}") from None
+      step = self.global_step
+      input_path = os.path.join(input_dir, f"ckpt-{step}")
+      restored_input = False
+      if tf.io.gfile.exists(input_path + ".index"):
+        try:
+          input_checkpoint.restore(input_path).assert_consumed()
+          restored_input = True
+        except (AssertionError, ValueError, tf.errors.OpError) as e:
+          # E.g. the batch size or input files changed: the old position means nothing.
+          logging.warning("Input position in %s not restored (%s)", input_path,
+                          str(e).strip().splitlines()[0] if str(e).strip() else e)
+      if restored_input:
+        self._log(f"Resuming from {latest} at step {step} (input position restored)")
+      else:
+        self._log(f"Resuming from {latest} at step {step} (input restarts from the beginning:"
+                  " no matching saved position for this worker)")
+    else:
+      self.task.initialize(self.model)
+
+    if self._train_fn is None:
+      self._train_fn = self._build_train_fn(train_batch_size)
+    writer = self._summary_writer("train")
+    summary = {"global_step": self.global_step}
+    start_step, start_time = self.global_step, time.time()
+    interval_time, interval_step = start_time, start_step
+    interval_loss, interval_aux, interval_count = 0.0, {}, 0
+
+    def save(step):
+      # Every worker saves its input position first, then (after a barrier, so no worker's
+      # position lags the model checkpoint) the model; non-chief model saves go to scratch.
+      input_manager.save(checkpoint_number=step)
+      self._barrier()
+      if self.is_chief:
+        manager.save(checkpoint_number=step)
+      else:
+        scratch = self._checkpoint_dir()
+        checkpoint.write(os.path.join(scratch, f"ckpt-{step}"))
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    step = self.global_step
+    while step < num_train_steps:
+      boundaries = [num_train_steps, (step // self.log_every_n_steps + 1) * self.log_every_n_steps,
+                    step + self.steps_per_loop]
+      if self.save_checkpoints_steps:
+        boundaries.append((step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps)
+      num_steps = min(boundaries) - step
+      loss_sum, aux_sum, steps_run, bad_step = self._train_fn(iterator, tf.constant(num_steps))
+      bad_step = int(bad_step.numpy())
+      if bad_step >= 0:
+        last = tf.train.latest_checkpoint(self.output_dir)
+        raise NonFiniteLossError(
+            f"non-finite loss at step {bad_step}; stopped. Last good checkpoint: "
+            f"{last or 'none'} (lower --learning_rate, or use --precision fp32)")
+      step = self.global_step
+      interval_loss += float(loss_sum.numpy())
+      interval_count += int(steps_run.numpy())
+      for n, v in (aux_sum or {}).items():
+        interval_aux[n] = interval_aux.get(n, 0.0) + float(v.numpy())
+
+      at_end = step >= num_train_steps
+      if step % self.log_every_n_steps == 0 or at_end:
+        now = time.time()
+        elapsed = max(now - interval_time, 1e-9)
+        steps_per_s = (step - interval_step) / elapsed
+        denom = max(interval_count, 1)
+        values = {"loss": interval_loss / denom}
+        values.update({n: v / denom for n, v in interval_aux.items()})
+        for metric in self.train_metrics:
+          values[metric.name] = float(metric.result().numpy())
+          metric.reset_state()
+        values["learning_rate"] = float(optimizer_lib.current_learning_rate(self.optimizer))
+        values["examples_per_second"] = steps_per_s * train_batch_size
+        eta = (num_train_steps - step) / steps_per_s if steps_per_s > 0 else float("inf")
+        line = " | ".join([f"step {step}/{num_train_steps}"]
+                          + [f"{n} {_format_value(v)}" for n, v in values.items()
+                             if n not in ("examples_per_second",)]
+                          + [f"{values['examples_per_second']:.1f} examples/s",
+                             f"ETA {_format_duration(eta)}"])
+        self._log(line)
+        with writer.as_default(step=step):
+          for n, v in values.items():
+            tf.summary.scalar(n, v)
+        writer.flush()
+        summary = dict(values, global_step=step)
+        interval_time, interval_step = now, step
+        interval_loss, interval_aux, interval_count = 0.0, {}, 0
+      if at_end or (self.save_checkpoints_steps and step % self.save_checkpoints_steps == 0):
+        save(step)
+    summary["train_seconds"] = time.time() - start_time
+    summary["global_step"] = self.global_step
+    return summary
+
+  def _barrier(self):
+    if self.num_workers <= 1:
+      return
+    self.strategy.run(lambda: tf.distribute.get_replica_context().all_reduce(
+        tf.distribute.ReduceOp.SUM, tf.constant(1.0)))
+
+  # ------------------------------------------------------------------ restore for eval/predict
+  def _restore_for_inference(self, checkpoint_path):
+    """Loads checkpoint_path (or output_dir's latest; else task.initialize). Returns the step."""
+    path = checkpoint_path
+    if path and tf.io.gfile.isdir(path):
+      path = tf.train.latest_checkpoint(path)
+      if not path:
+        raise AlbertError(f"{checkpoint_path}: no checkpoint in this directory")
+    if path is None and self.output_dir:
+      path = tf.train.latest_checkpoint(self.output_dir)
+    if path is None:
+      self.task.initialize(self.model)
+      return self.global_step
+    if not tf.io.gfile.exists(path + ".index"):
+      raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
+    step_var = tf.Variable(0, dtype=tf.int64)
+    tf.train.Checkpoint(model=self.model, global_step=step_var).restore(path).expect_partial()
+    if self.optimizer is None:
+      self._eval_step_counter.assign(step_var)
+    return int(step_var.numpy())
+
+  def _distributed_dataset(self, mode, global_batch_size):
+    specs = []
+
+    def dataset_fn(ctx):
+      dataset = self.task.build_inputs(mode, ctx.get_per_replica_batch_size(global_batch_size),
+                                       ctx)
+      specs.append(dataset.element_spec)
+      return dataset
+    dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
+    return dataset, specs[0]
+
+  def _local_concat(self, per_replica):
+    def concat(value):
+      parts = self.strategy.experimental_local_results(value)
+      parts = [p for p in parts]
+      return np.concatenate([np.asarray(p) for p in parts], axis=0) if parts[0].shape.rank \
+          else np.asarray(parts[0])
+    return tf.nest.map_structure(concat, per_replica)
+
+  # ------------------------------------------------------------------ evaluate
+  def evaluate(self, eval_batch_size, max_eval_steps=None, checkpoint_path=None,
+               results_file=None):
+    """Evaluates a checkpoint (default: output_dir's latest) over the eval data.
+
+    Returns {"global_step", "loss", <aux means>, <metric results>, <task.reduce_outputs>}; the
+    loss and aux values are per-example means over every evaluated example. If `results_file`
+    is given, also writes it in the official `key = value` format.
+    """
+    dataset, spec = self._distributed_dataset("eval", eval_batch_size)
+    self._ensure_built(spec)
+    step = self._restore_for_inference(checkpoint_path)
+    for metric in self.eval_metrics:
+      metric.reset_state()
+    wants_outputs = type(self.task).aggregate_outputs is not Task.aggregate_outputs
+    model, task, strategy = self.model, self.task, self.strategy
+
+    if self._eval_fn is None:
+      def replica_eval(features, labels):
+        outputs = model(features, training=False)
+        loss, aux = task.build_losses(labels, outputs, eval_batch_size)
+        task.update_metrics(self.eval_metrics, labels, outputs)
+        count = tf.shape(tf.nest.flatten(features)[0])[0]
+        # Undo the division by eval_batch_size: sums over examples, per replica.
+        scale = tf.cast(eval_batch_size, tf.float32)
+        sums = {"loss": tf.cast(loss, tf.float32) * scale}
+        sums.update({n: tf.cast(a, tf.float32) * scale for n, a in (aux or {}).items()})
+        return sums, count, outputs
+
+      def eval_step(dist_features, dist_labels):
+        sums, count, outputs = strategy.run(replica_eval, args=(dist_features, dist_labels))
+        sums = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                for n, v in sums.items()}
+        count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
+        return sums, count, outputs
+      self._eval_fn = tf.function(eval_step, jit_compile=False)
+
+    totals, examples, state = {}, 0, None
+    for i, (features, labels) in enumerate(dataset):
+      if max_eval_steps and i >= max_eval_steps:
+        break
+      sums, count, outputs = self._eval_fn(features, labels)
+      examples += int(count.numpy())
+      for n, v in sums.items():
+        totals[n] = totals.get(n, 0.0) + float(v.numpy())
+      if wants_outputs:
+        state = task.aggregate_outputs(state, self._local_concat(features),
+                                       self._local_concat(labels), self._local_concat(outputs))
+    results = {n: v / max(examples, 1) for n, v in totals.items()}
+    for metric in self.eval_metrics:
+      results[metric.name] = float(metric.result().numpy())
+    results.update(task.reduce_outputs(state) or {})
+    results["global_step"] = step
+    results["num_examples"] = examples
+    writer = self._summary_writer("eval")
+    with writer.as_default(step=step):
+      for n, v in results.items():
+        if n not in ("global_step",):
+          tf.summary.scalar(n, v)
+    writer.flush()
+    self._log("eval at step " + str(step) + ": " + ", ".join(
+        f"{n} = {_format_value(v)}" for n, v in sorted(results.items()) if n != "global_step"))
+    if results_file and self.is_chief:
+      write_results_file(results_file, results)
+    return results
+
+  # ------------------------------------------------------------------ predict
+  def predict(self, predict_batch_size, checkpoint_path=None):
+    """Yields (features, outputs) numpy dicts, one per global batch, in input order."""
+    dataset, spec = self._distributed_dataset("predict", predict_batch_size)
+    self._ensure_built(spec if isinstance(spec, (tuple, list)) else (spec,))
+    self._restore_for_inference(checkpoint_path)
+    model, strategy = self.model, self.strategy
+    if self._predict_fn is None:
+      self._predict_fn = tf.function(
+          lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)))
+    for element in dataset:
+      features = element[0] if isinstance(element, (tuple, list)) else element
+      outputs = self._predict_fn(features)
+      yield self._local_concat(features), self._local_concat(outputs)
+

@@ -1,0 +1,70 @@
+"""Pretrains ALBERT (masked LM + sentence-order prediction) on official pretraining TFRecords.
+
+The flags are the official run_pretraining.py's; the shared extras (--strategy, --precision,
+--jit_compile, --gradient_accumulation_steps, ...) come from albert_tf.training.flags.
+A run killed and started again with the same command resumes from its last checkpoint.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+
+from albert_tf.errors import AlbertError, run_main
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("albert_config_file", None,
+                    "The config json file corresponding to the pre-trained ALBERT model.")
+flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
+flags.DEFINE_string("output_dir", None,
+                    "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None,
+                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
+flags.DEFINE_integer("max_seq_length", 512,
+                     "The maximum total input sequence length after WordPiece tokenization.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_bool("do_train", True, "Whether to run training.")
+flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("train_batch_size", 4096, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 64, "Total batch size for eval.")
+flags.DEFINE_enum("optimizer", "lamb", ["adamw", "lamb"], "The optimizer for training.")
+flags.DEFINE_float("learning_rate", 0.00176, "The initial learning rate.")
+flags.DEFINE_float("poly_power", 1.0, "The power of poly decay.")
+flags.DEFINE_integer("num_train_steps", 125000, "Number of training steps.")
+flags.DEFINE_integer("num_warmup_steps", 3125, "Number of warmup steps.")
+flags.DEFINE_integer("start_warmup_step", 0, "The starting step of warmup.")
+flags.DEFINE_integer("save_checkpoints_steps", 5000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "How many checkpoints to keep.")
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+flags.DEFINE_bool("init_from_group0", False,
+                  "Whether to initialize parameters of other groups from group 0")
+# Extra (not official).
+flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
+
+
+def _require(name):
+  if not getattr(FLAGS, name):
+    raise AlbertError(f"--{name} is required")
+
+
+def main(argv):
+  del argv
+  from albert_tf.training import flags as common_flags  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import pretraining  # pylint: disable=g-import-not-at-top
+
+  for name in ("albert_config_file", "input_file", "output_dir"):
+    _require(name)
+  if not (FLAGS.do_train or FLAGS.do_eval):
+    raise AlbertError("at least one of --do_train or --do_eval must be set")
+  common_flags.apply_runtime_flags(FLAGS)
+  results = pretraining.run_pretraining(FLAGS, common_flags.strategy_from_flags(FLAGS))
+  if results.get("eval"):
+    print(f"eval results written to {os.path.join(FLAGS.output_dir, 'eval_results.txt')}")
+
+
+if __name__ == "__main__":
+  from albert_tf.training import flags as _common_flags  # pylint: disable=g-import-not-at-top
+  _common_flags.define_common_flags()
+  app.run(run_main(main))

@@ -1,0 +1,204 @@
+"""Pretraining: learning on real text, the official eval_results.txt, and bad-input errors."""
+
+import os
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import pretraining_dataset
+from albert_tf.errors import AlbertError
+from albert_tf.training import pretraining
+from albert_tf.training import pretraining_task
+from tests.helpers import training as helpers
+
+
+@pytest.fixture(scope="module")
+def real_text_data(tmp_path_factory):
+  """~130 SOP instances from real text (our create_pretraining_data, tiny SentencePiece)."""
+  tmp = tmp_path_factory.mktemp("pretraining_data")
+  data = helpers.make_pretraining_data(tmp, num_files=1, dupe_factor=1, corpus_bytes=15_000,
+                                       repeats=1)
+  config = helpers.tiny_config(tmp / "albert_config.json")
+  return data, config
+
+
+def _flags(config, data, output_dir, **overrides):
+  values = dict(
+      albert_config_file=config, input_file=data, output_dir=str(output_dir),
+      init_checkpoint=None, max_seq_length=helpers.TINY_SEQ,
+      max_predictions_per_seq=helpers.TINY_PREDS, do_train=True, do_eval=True,
+      train_batch_size=32, eval_batch_size=32, optimizer="lamb", learning_rate=0.05,
+      poly_power=1.0, num_train_steps=400, num_warmup_steps=40, start_warmup_step=0,
+      save_checkpoints_steps=400, keep_checkpoint_max=2, iterations_per_loop=100,
+      max_eval_steps=4, init_from_group0=False, shuffle_seed=1, strategy="default",
+      precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
+      log_every_n_steps=20, deterministic=False, use_tpu=False)
+  values.update(overrides)
+  return types.SimpleNamespace(**values)
+
+
+def test_short_run_drives_mlm_and_sop_losses_down(real_text_data, tmp_path, capsys):
+  data, config = real_text_data
+  tf_keras.utils.set_random_seed(0)
+  # AdamW (the official --optimizer adamw): on a model this small, LAMB's per-layer trust ratio
+  # needs far more steps before SOP moves (LAMB's numerics are tested in test_optimizer.py).
+  f = _flags(config, data, tmp_path / "run", optimizer="adamw", learning_rate=0.002)
+  results = pretraining.run_pretraining(f, tf.distribute.get_strategy())
+  lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step ")]
+  assert len(lines) == 20, lines
+
+  def value(line, key):
+    return float(line.split(f"| {key} ")[1].split(" ")[0])
+
+  first, last = lines[0], lines[-1]
+  assert value(first, "mlm_loss") > 5.5
+  assert value(last, "mlm_loss") < value(first, "mlm_loss") - 2.0
+  assert value(first, "sop_loss") > 0.68
+  assert value(last, "sop_loss") < 0.5, last
+  assert value(last, "sentence_order_accuracy") > 0.75, last
+  for key in ("learning_rate", "examples/s", "ETA"):
+    assert key in last
+
+  # eval_results.txt: the official keys, `key = value`, sorted.
+  text = (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
+  assert [l.split(" = ")[0] for l in text] == sorted(pretraining_task.OFFICIAL_EVAL_KEYS)
+  evaluated = dict(l.split(" = ") for l in text)
+  assert int(evaluated["global_step"]) == 400
+  assert float(evaluated["masked_lm_loss"]) < 4.5
+  assert results["eval"]["global_step"] == 400
+  # TensorBoard summaries were written.
+  assert tf.io.gfile.glob(str(tmp_path / "run" / "train" / "events.out.tfevents.*"))
+
+
+def test_losses_match_numpy():
+  rng = np.random.default_rng(0)
+  batch, preds, vocab = 3, 4, 7
+  mlm_logits = rng.normal(size=(batch, preds, vocab)).astype(np.float32)
+  sop_logits = rng.normal(size=(batch, 2)).astype(np.float32)
+  ids = rng.integers(0, vocab, size=(batch, preds)).astype(np.int32)
+  weights = np.array([[1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0]], np.float32)
+  sop_labels = np.array([0, 1, 1], np.int32)
+  task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
+      AlbertConfig(vocab_size=vocab, hidden_size=8, num_attention_heads=2, intermediate_size=8,
+                   num_hidden_layers=1, max_position_embeddings=16),
+      max_seq_length=16, max_predictions_per_seq=preds))
+  loss, aux = task.build_losses(
+      {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": sop_labels},
+      {"mlm_logits": mlm_logits, "sop_logits": sop_logits}, global_batch_size=batch)
+
+  def log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+  ce = -np.take_along_axis(log_softmax(mlm_logits), ids[..., None], -1)[..., 0]
+  mlm = (weights * ce).sum() / (weights.sum() + 1e-5)
+  sop = -np.take_along_axis(log_softmax(sop_logits), sop_labels[:, None], -1).mean()
+  np.testing.assert_allclose(float(aux["mlm_loss"]), mlm, rtol=1e-5)
+  np.testing.assert_allclose(float(aux["sop_loss"]), sop, rtol=1e-5)
+  np.testing.assert_allclose(float(loss), mlm + sop, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ bad input
+def _write_record(path, **features):
+  feats = {}
+  for name, (kind, values) in features.items():
+    if kind == "int":
+      feats[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+    else:
+      feats[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+  with tf.io.TFRecordWriter(str(path)) as w:
+    w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+  return str(path)
+
+
+def _good_features(seq=8, preds=2):
+  return dict(input_ids=("int", [2] * seq), input_mask=("int", [1] * seq),
+              segment_ids=("int", [0] * seq), token_boundary=("int", [1] * seq),
+              masked_lm_positions=("int", [1] * preds), masked_lm_ids=("int", [5] * preds),
+              masked_lm_weights=("float", [1.0] * preds), next_sentence_labels=("int", [0]))
+
+
+def test_glob_matching_nothing_is_named(tmp_path):
+  pattern = str(tmp_path / "nothing-*.tfrecord")
+  with pytest.raises(AlbertError, match="no file matches") as e:
+    pretraining_dataset.pretraining_dataset(pattern, 8, 2, 4, is_training=True)
+  assert pattern in str(e.value) and "\n" not in str(e.value)
+
+
+def test_missing_feature_and_wrong_length_are_named(tmp_path):
+  features = _good_features()
+  del features["masked_lm_weights"]
+  path = _write_record(tmp_path / "missing.tfrecord", **features)
+  with pytest.raises(AlbertError, match="'masked_lm_weights' is missing") as e:
+    pretraining_dataset.pretraining_dataset(path, 8, 2, 4, is_training=True)
+  assert path in str(e.value)
+
+  path = _write_record(tmp_path / "long.tfrecord", **_good_features(seq=8))
+  with pytest.raises(AlbertError, match=r"'input_ids' has length 8, expected 16 "
+                     r"\(--max_seq_length\)"):
+    pretraining_dataset.pretraining_dataset(path, 16, 2, 4, is_training=False)
+
+
+def test_reader_casts_to_int32_and_shards_per_worker(tmp_path):
+  paths = []
+  for i in range(4):
+    feats = _good_features()
+    feats["input_ids"] = ("int", [i] * 8)
+    paths.append(_write_record(tmp_path / f"shard-{i}.tfrecord", **feats))
+  context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+  ds = pretraining_dataset.pretraining_dataset(str(tmp_path / "shard-*.tfrecord"), 8, 2, 1,
+                                               is_training=False, input_context=context)
+  batches = list(ds)
+  assert [int(b["input_ids"][0, 0]) for b in batches] == [1, 3]
+  assert batches[0]["input_ids"].dtype == tf.int32
+  assert batches[0]["masked_lm_weights"].dtype == tf.float32
+  assert batches[0]["next_sentence_labels"].shape == (1, 1)
+
+
+def test_seq_length_beyond_max_positions_is_rejected():
+  config = AlbertConfig(vocab_size=50, hidden_size=8, num_attention_heads=2, intermediate_size=8,
+                        num_hidden_layers=1, max_position_embeddings=16)
+  with pytest.raises(AlbertError, match="--max_seq_length=32 exceeds max_position_embeddings=16"):
+    pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
+        config, max_seq_length=32, max_predictions_per_seq=4))
+
+
+def test_script_prints_one_line_error(tmp_path, capsys):
+  """run_pretraining.py's main, wrapped by run_main: one `error: ...` line, exit code 2."""
+  import runpy  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import run_main  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import flags as common_flags  # pylint: disable=g-import-not-at-top
+  # Other scripts' tests may have defined flags of the same (official) names in this process:
+  # drop them, load the script, and remove what it defined afterwards.
+  script_flags = ("albert_config_file", "input_file", "output_dir", "init_checkpoint",
+                  "max_seq_length", "max_predictions_per_seq", "do_train", "do_eval",
+                  "train_batch_size", "eval_batch_size", "optimizer", "learning_rate",
+                  "poly_power", "num_train_steps", "num_warmup_steps", "start_warmup_step",
+                  "save_checkpoints_steps", "keep_checkpoint_max", "max_eval_steps",
+                  "init_from_group0", "shuffle_seed")
+  for name in script_flags:
+    if name in flags.FLAGS:
+      delattr(flags.FLAGS, name)
+  before = set(flags.FLAGS)
+  script = runpy.run_path(str(helpers.REPO_ROOT / "run_pretraining.py"), run_name="script")
+  common_flags.define_common_flags()
+  config = helpers.tiny_config(tmp_path / "c.json")
+  argv = ["run_pretraining.py"] + helpers.pretraining_flags(
+      config, str(tmp_path / "none-*.tfrecord"), tmp_path / "o", 2)
+  try:
+    flags.FLAGS(argv)
+    with pytest.raises(SystemExit) as e:
+      run_main(script["main"])(argv)
+  finally:
+    flags.FLAGS.unparse_flags()
+    for name in set(flags.FLAGS) - before:
+      if name in script_flags:
+        delattr(flags.FLAGS, name)
+  assert e.value.code == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1].startswith("error: --input_file: no file matches"), err
+  assert err[-1].endswith("none-*.tfrecord'")

@@ -1,4 +1,6 @@
-"""Models: an encoder with task heads."""
+"""Models: an encoder with task heads (each keeps the encoder at `.encoder`)."""
 
+from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.squad import AlbertSquadModel

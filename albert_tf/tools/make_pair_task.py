@@ -1,7 +1,7 @@
 """Builds a sentence-pair task ("does B follow A?") from a corpus, in GLUE MRPC format.
 
   python -m albert_tf.tools.make_pair_task --input_file=corpus.txt --output_dir=glue/MRPC
-  python run_classifier.py --task_name=MRPC --data_dir=glue/MRPC ...
+  python run_classifier.py --task_name=MRPC --data_dir=glue ...
 """
 
 from absl import app

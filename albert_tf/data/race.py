@@ -1,0 +1,124 @@
+"""RACE reader: `<data_dir>/RACE/{train,dev,test}/{middle,high}/*.txt` -> `RaceExample`s.
+
+Each file holds one passage as JSON: {"id", "article", "questions": [...], "options": [[4 str]...],
+"answers": ["A".."D" ...]}. As in the official `race_utils`, every question becomes one example
+with four "question + option" strings (a "_" blank in the question is filled with the option).
+Files are read in sorted order (the official `os.listdir` order is filesystem-dependent).
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Callable, List, Optional
+
+from albert_tf.errors import AlbertError
+
+LEVELS = ("middle", "high")
+NUM_CHOICES = 4
+LABELS = ("A", "B", "C", "D")
+
+
+@dataclasses.dataclass
+class RaceExample:
+  """One question: the passage, the four question+option strings, the answer index."""
+  example_id: str
+  context: str
+  endings: List[str]
+  label: int
+  level: str  # "middle" or "high"
+
+
+def read_examples(data_dir, split, high_only=False, middle_only=False,
+                  process_text: Optional[Callable[[str], str]] = None):
+  """Reads one RACE split ("train", "dev" or "test").
+
+  Args:
+    data_dir: directory holding `RACE/` (as the official --data_dir).
+    high_only / middle_only: restrict to one level (official flags).
+    process_text: applied to article, questions and options (official: preprocess_text).
+
+  Raises:
+    AlbertError: missing directory, invalid JSON, a passage without answers, a question
+      without four options, an answer outside A-D, or no examples at all.
+  """
+  if high_only and middle_only:
+    raise AlbertError("--high_only and --middle_only cannot both be set")
+  process_text = process_text or (lambda s: s)
+  split_dir = os.path.join(data_dir, "RACE", split)
+  examples = []
+  for level in LEVELS:
+    if (level == "middle" and high_only) or (level == "high" and middle_only):
+      continue
+    level_dir = os.path.join(split_dir, level)
+    if not os.path.isdir(level_dir):
+      raise AlbertError(f"{level_dir}: directory not found (expected the RACE layout "
+                        f"<data_dir>/RACE/<split>/<middle|high>/*.txt)")
+    for file_name in sorted(os.listdir(level_dir)):
+      if not file_name.endswith(".txt"):
+        continue
+      path = os.path.join(level_dir, file_name)
+      examples.extend(_read_file(path, level, process_text))
+  if not examples:
+    raise AlbertError(f"{split_dir}: no RACE questions found in the {split} split")
+  return examples
+
+
+def tree_fingerprint(data_dir, split):
+  """sha1 over (relative path, size, mtime) of a split's files: cheap cache identity."""
+  digest = hashlib.sha1()
+  split_dir = os.path.join(data_dir, "RACE", split)
+  for level in LEVELS:
+    level_dir = os.path.join(split_dir, level)
+    if not os.path.isdir(level_dir):
+      continue
+    for file_name in sorted(os.listdir(level_dir)):
+      stat = os.stat(os.path.join(level_dir, file_name))
+      digest.update(f"{level}/{file_name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+  return digest.hexdigest()
+
+
+def _read_file(path, level, process_text):
+  with open(path, "r", encoding="utf-8") as f:
+    lines = f.read().split("\n")
+  examples = []
+  for line_number, line in enumerate(lines, start=1):
+    if not line.strip():
+      continue
+    where = f"{path}:{line_number}"
+    try:
+      passage = json.loads(line)
+    except json.JSONDecodeError as e:
+      raise AlbertError(f"{where}: not JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(passage, dict):
+      raise AlbertError(f"{where}: expected a JSON object with article, questions, options, "
+                        f"answers")
+    for key in ("article", "questions", "options"):
+      if key not in passage:
+        raise AlbertError(f"{where}: missing {key!r}")
+    if not passage.get("answers"):
+      raise AlbertError(f"{where}: passage has no answers (RACE files must give an answer "
+                        f"letter A-D per question)")
+    answers, options, questions = passage["answers"], passage["options"], passage["questions"]
+    if not len(answers) == len(options) == len(questions):
+      raise AlbertError(f"{where}: {len(questions)} questions, {len(options)} option lists and "
+                        f"{len(answers)} answers; expected equal counts")
+    context = process_text(passage["article"])
+    example_id = str(passage.get("id", os.path.basename(path)))
+    for i, (question, choices, answer) in enumerate(zip(questions, options, answers)):
+      if len(choices) != NUM_CHOICES:
+        raise AlbertError(f"{where}: question {i} has {len(choices)} options, expected "
+                          f"{NUM_CHOICES}")
+      if answer not in LABELS:
+        raise AlbertError(f"{where}: question {i} answer {answer!r} is not one of "
+                          f"{', '.join(LABELS)}")
+      question = process_text(question)
+      endings = []
+      for option in choices:
+        option = process_text(option)
+        # Cloze questions have a "_" blank: fill it; others get the option appended.
+        endings.append(question.replace("_", option) if "_" in question
+                       else " ".join([question, option]))
+      examples.append(RaceExample(example_id=example_id, context=context, endings=endings,
+                                  label=LABELS.index(answer), level=level))
+  return examples

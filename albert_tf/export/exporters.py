@@ -1,0 +1,59 @@
+"""Fine-tuned model -> TF Serving SavedModel (see `albert_tf.export.serving` for signatures)."""
+
+from albert_tf.export import serving
+
+
+def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
+  """The in-graph SentencePiece tokenizer (tensorflow-text), or None for WordPiece models."""
+  if not spm_model_file:
+    return None
+  from albert_tf.text import InGraphTokenizer  # pylint: disable=g-import-not-at-top
+  return InGraphTokenizer(spm_model_file, max_seq_length=max_seq_length,
+                          do_lower_case=do_lower_case)
+
+
+def _assets(model, spm_model_file):
+  return [(serving.SPM_ASSET_NAME, spm_model_file),
+          ("albert_config.json", model.config.to_json_string().encode("utf-8"))]
+
+
+def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_file=None,
+                      do_lower_case=True, task_name=None, text_pair=True):
+  """Writes an AlbertClassifier as a TF Serving SavedModel (atomically; see serving.py).
+
+  Args:
+    model: AlbertClassifier with its fine-tuned weights.
+    label_list: label names (empty for regression).
+    max_seq_length: sequence length of the raw-text and tf.Example signatures.
+    spm_model_file: SentencePiece model for the raw-text signature; without it (WordPiece
+      models) only the token-id and tf.Example signatures are written.
+    text_pair: raw-text signature takes text_a and text_b (else text_a only).
+  Returns:
+    the absolute export directory.
+  """
+  text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
+  module = serving.ClassifierServing(model, label_list, max_seq_length, text_tokenizer,
+                                     text_pair=text_pair)
+  identity = serving.model_identity(
+      "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
+      labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case))
+  return serving.write_serving_savedmodel(module, export_dir, identity,
+                                          _assets(model, spm_model_file))
+
+
+def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
+                           spm_model_file=None, do_lower_case=True):
+  """Writes an AlbertMultipleChoice (RACE) as a TF Serving SavedModel.
+
+  Raw-text signature inputs: article [batch], question [batch], options [batch, 4].
+  """
+  text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
+  module = serving.MultipleChoiceServing(model, max_seq_length, max_qa_length,
+                                         num_choices=model.num_choices,
+                                         text_tokenizer=text_tokenizer)
+  identity = serving.model_identity(
+      "albert_multiple_choice", model, max_seq_length, spm_model_file, task="race",
+      num_choices=model.num_choices, max_qa_length=max_qa_length,
+      do_lower_case=bool(do_lower_case))
+  return serving.write_serving_savedmodel(module, export_dir, identity,
+                                          _assets(model, spm_model_file))

@@ -1,0 +1,94 @@
+"""The pretrained encoder as a TF-Hub style SavedModel (the official export_to_tfhub.py, TF2).
+
+Signatures (inputs int32 [batch, seq_len] input_ids, input_mask, segment_ids):
+  tokens             -> sequence_output [batch, seq_len, hidden], pooled_output [batch, hidden]
+  sop                -> + sop_log_probs [batch, 2]
+  mlm (+ mlm_positions int32 [batch, num_positions])
+                     -> + mlm_logits [batch, num_positions, vocab]
+  tokenization_info  -> vocab_file (the SentencePiece model asset path), do_lower_case
+  serving_default    =  tokens
+Assets: the SentencePiece model (30k-clean.model, + 30k-clean.vocab when present next to it)
+and albert_config.json. Only core TensorFlow ops: loads without tensorflow-text or albert_tf.
+"""
+
+import os
+import shutil
+
+import tensorflow as tf
+
+from albert_tf.export import serving
+from albert_tf.export.saved_model_writer import write_atomically
+
+_IDS = tf.TensorSpec([None, None], tf.int32)
+
+
+class HubEncoderModule(tf.Module):
+  """Wraps an AlbertPretrainer; exposes the official TF-Hub module's signatures."""
+
+  def __init__(self, pretrainer, spm_asset, do_lower_case):
+    super().__init__()
+    # Weights tracked directly (not the Keras model, whose layer functions would all be traced
+    # into the SavedModel); the model is called through a closure.
+    self.model_variables = list(pretrainer.variables)
+    self._run_model = lambda inputs: pretrainer(inputs, training=False)
+    self.vocab_file = spm_asset
+    self.do_lower_case = tf.constant(bool(do_lower_case))
+
+  def _encode(self, input_ids, input_mask, segment_ids, positions=None):
+    inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    if positions is not None:
+      inputs["masked_lm_positions"] = positions
+    outputs = self._run_model(inputs)
+    return outputs, {"sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+                     "pooled_output": tf.cast(outputs["pooled_output"], tf.float32)}
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  def tokens(self, input_ids, input_mask, segment_ids):
+    return self._encode(input_ids, input_mask, segment_ids)[1]
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  def sop(self, input_ids, input_mask, segment_ids):
+    outputs, result = self._encode(input_ids, input_mask, segment_ids)
+    result["sop_log_probs"] = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32))
+    return result
+
+  @tf.function(input_signature=[_IDS, _IDS, _IDS, _IDS])
+  def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
+    outputs, result = self._encode(input_ids, input_mask, segment_ids, mlm_positions)
+    result["mlm_logits"] = tf.cast(outputs["mlm_logits"], tf.float32)
+    return result
+
+  @tf.function(input_signature=[])
+  def tokenization_info(self):
+    return {"vocab_file": self.vocab_file.asset_path
+                          if self.vocab_file is not None else tf.constant(""),
+            "do_lower_case": self.do_lower_case}
+
+
+def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=True):
+  """Writes the TF-Hub style encoder SavedModel atomically; returns the export dir.
+
+  pretrainer: an AlbertPretrainer holding the pretrained weights (encoder + MLM + SOP heads).
+  """
+  identity = serving.model_identity("albert_hub_encoder", pretrainer, None, spm_model_file,
+                                    do_lower_case=bool(do_lower_case))
+  vocab = (os.path.splitext(spm_model_file)[0] + ".vocab") if spm_model_file else None
+
+  def write(tmp_dir):
+    staging = tmp_dir + "-assets"
+    try:
+      staged = serving.stage_assets(staging, [
+          (serving.SPM_ASSET_NAME, spm_model_file),
+          ("30k-clean.vocab", vocab if vocab and os.path.exists(vocab) else None),
+          ("albert_config.json", pretrainer.config.to_json_string().encode("utf-8"))])
+      assets = [tf.saved_model.Asset(p) for p in staged]
+      spm_asset = next((a for a, p in zip(assets, staged)
+                        if os.path.basename(p) == serving.SPM_ASSET_NAME), None)
+      module = HubEncoderModule(pretrainer, spm_asset, do_lower_case)
+      module.assets = assets
+      tf.saved_model.save(module, tmp_dir, signatures={
+          "serving_default": module.tokens, "tokens": module.tokens, "sop": module.sop,
+          "mlm": module.mlm, "tokenization_info": module.tokenization_info})
+    finally:
+      shutil.rmtree(staging, ignore_errors=True)
+  return write_atomically(export_dir, identity, write)

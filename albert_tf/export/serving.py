@@ -1,0 +1,257 @@
+"""SavedModels for TF Serving: a fine-tuned classifier or multiple-choice model with three
+signatures.
+
+  serving_default  raw text in; in-graph SentencePiece (tensorflow-text ops) and packing.
+  token_ids        input_ids / input_mask / segment_ids int32 [batch, seq_len]; core TF ops only.
+  tf_example       serialized tf.Example (the official feature records); core TF ops only.
+
+Every signature first drops the trailing positions that are padding in the whole batch
+(`trim_padding`): same outputs, much less work for short inputs.
+
+Loading a SavedModel registers every function in it, so a process without tensorflow-text cannot
+load the full export even to call `token_ids`. The export therefore also holds `core_ops/`: the
+same weights with only the token_ids and tf_example signatures, loadable by plain TensorFlow.
+
+Outputs (classification): probabilities float32 [batch, num_labels], label_id int32 [batch],
+label string [batch] (the task's label names). Regression (STS-B): score float32 [batch].
+Multiple choice: probabilities float32 [batch, 4], label_id int32, label string ("A".."D").
+"""
+
+import os
+import shutil
+
+import tensorflow as tf
+
+from albert_tf.export import packing
+from albert_tf.export.saved_model_writer import file_sha1, write_atomically
+
+CORE_OPS_SUBDIR = "core_ops"
+SPM_ASSET_NAME = "30k-clean.model"
+
+
+def _id_spec(shape):
+  return tf.TensorSpec(shape, tf.int32)
+
+
+def trim_padding(features):
+  """Drops trailing positions that are padding in every sequence of the batch.
+
+  Requests are padded to a fixed length, but attention cost grows with it: serving a batch of
+  short inputs at their real length is several times faster. The outputs are unchanged, since
+  masked keys get weight exp(-10000) = 0 and positions keep their absolute index. The cut is
+  after the last position whose mask is 1 anywhere in the batch, so any mask pattern is safe.
+  features: dict of int32 [..., seq_len] input_ids / input_mask / segment_ids.
+  """
+  mask = features["input_mask"]
+  seq_len = tf.shape(mask)[-1]
+  positions = tf.range(1, seq_len + 1, dtype=mask.dtype)
+  length = tf.maximum(tf.reduce_max(tf.cast(mask != 0, mask.dtype) * positions), 1)
+  return {name: value[..., :length] for name, value in features.items()}
+
+
+class _ServingBase(tf.Module):
+  """Holds the model and the label names; subclasses define the signatures."""
+
+  def __init__(self, model, label_names, name=None):
+    super().__init__(name=name)
+    # Track the weights, not the Keras model: saving a Keras model also traces and stores every
+    # layer's call functions (slow, and unused by serving). The model is reached via a closure.
+    self.model_variables = list(model.variables)
+    self._run_model = lambda features: model(features, training=False)
+    self._is_regression = bool(getattr(model, "is_regression", False))
+    self._label_names = tf.constant(list(label_names) if label_names else [""], tf.string)
+
+  def _classify(self, features):
+    outputs = self._run_model(trim_padding(features))
+    probabilities = tf.cast(outputs["probabilities"], tf.float32)
+    if self._is_regression:
+      return {"score": probabilities[:, 0]}
+    label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    return {"probabilities": probabilities, "label_id": label_id,
+            "label": tf.gather(self._label_names, label_id)}
+
+
+class ClassifierServing(_ServingBase):
+  """Serving signatures for an AlbertClassifier.
+
+  text_tokenizer: None (no raw-text signature) or an `albert_tf.text.InGraphTokenizer` built
+    with the same max_seq_length (preprocessing, SentencePiece and official packing).
+  """
+
+  def __init__(self, model, label_names, max_seq_length, text_tokenizer=None, text_pair=True):
+    super().__init__(model, label_names)
+    self.max_seq_length = max_seq_length
+    self.text_tokenizer = text_tokenizer
+    self.text_pair = text_pair
+
+  def token_ids_fn(self):
+    @tf.function(input_signature=[_id_spec([None, None])] * 3)
+    def token_ids(input_ids, input_mask, segment_ids):
+      return self._classify({"input_ids": input_ids, "input_mask": input_mask,
+                             "segment_ids": segment_ids})
+    return token_ids
+
+  def tf_example_fn(self):
+    spec = {name: tf.io.FixedLenFeature([self.max_seq_length], tf.int64)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def tf_example(examples):
+      parsed = tf.io.parse_example(examples, spec)
+      return self._classify({k: tf.cast(v, tf.int32) for k, v in parsed.items()})
+    return tf_example
+
+  def raw_text_fn(self):
+    tokenizer = self.text_tokenizer
+    if self.text_pair:
+      @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                    tf.TensorSpec([None], tf.string, name="text_b")])
+      def raw_text(text_a, text_b):
+        ids_a, ids_b = tokenizer.tokenize(text_a), tokenizer.tokenize(text_b)
+        pair, single = tokenizer.pack(ids_a, ids_b), tokenizer.pack(ids_a)
+        # As the official conversion: a text_b without tokens means a single-sentence input.
+        no_b = tf.expand_dims(ids_b.row_lengths() == 0, 1)
+        return self._classify({k: tf.where(no_b, single[k], pair[k]) for k in pair})
+    else:
+      @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a")])
+      def raw_text(text_a):
+        return self._classify(tokenizer(text_a))
+    return raw_text
+
+
+class MultipleChoiceServing(_ServingBase):
+  """Serving signatures for an AlbertMultipleChoice (RACE)."""
+
+  def __init__(self, model, max_seq_length, max_qa_length, num_choices=4, text_tokenizer=None,
+               label_names=("A", "B", "C", "D")):
+    super().__init__(model, label_names)
+    self.max_seq_length = max_seq_length
+    self.max_qa_length = max_qa_length
+    self.num_choices = num_choices
+    self.text_tokenizer = text_tokenizer
+
+  def token_ids_fn(self):
+    @tf.function(input_signature=[_id_spec([None, self.num_choices, None])] * 3)
+    def token_ids(input_ids, input_mask, segment_ids):
+      return self._classify({"input_ids": input_ids, "input_mask": input_mask,
+                             "segment_ids": segment_ids})
+    return token_ids
+
+  def tf_example_fn(self):
+    total = self.num_choices * self.max_seq_length
+    spec = {name: tf.io.FixedLenFeature([total], tf.int64)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def tf_example(examples):
+      parsed = tf.io.parse_example(examples, spec)
+      return self._classify({
+          k: tf.reshape(tf.cast(v, tf.int32), [-1, self.num_choices, self.max_seq_length])
+          for k, v in parsed.items()})
+    return tf_example
+
+  def raw_text_fn(self):
+    tokenizer = self.text_tokenizer
+    num_choices = self.num_choices
+
+    @tf.function(input_signature=[
+        tf.TensorSpec([None], tf.string, name="article"),
+        tf.TensorSpec([None], tf.string, name="question"),
+        tf.TensorSpec([None, num_choices], tf.string, name="options")])
+    def raw_text(article, question, options):
+      # "question + option", or the option filling the question's "_" blank (official rule).
+      questions = tf.repeat(question, num_choices)
+      flat_options = tf.reshape(options, [-1])
+      filled = _fill_blanks(questions, flat_options)
+      has_blank = tf.strings.regex_full_match(questions, ".*_.*")
+      appended = tf.strings.join([questions, flat_options], separator=" ")
+      endings = tf.where(has_blank, filled, appended)
+      contexts = tf.repeat(article, num_choices)
+      packed = packing.pack_choice(tokenizer.tokenize(contexts),
+                                   tokenizer.tokenize(endings), self.max_seq_length,
+                                   self.max_qa_length, tokenizer.cls_id, tokenizer.sep_id)
+      return self._classify({k: tf.reshape(v, [-1, num_choices, self.max_seq_length])
+                             for k, v in packed.items()})
+    return raw_text
+
+
+def _fill_blanks(questions, options):
+  """Elementwise `question.replace("_", option)` with core string ops. [n] x [n] -> [n]."""
+  parts = tf.strings.split(questions, "_")  # ragged [n, (blanks + 1)]
+  row_lengths = parts.row_lengths()
+  rows = parts.value_rowids()
+  positions = tf.ragged.range(row_lengths).flat_values
+  # Every part but the last is followed by the option.
+  followed = positions < tf.gather(row_lengths, rows) - 1
+  suffix = tf.where(followed, tf.gather(options, rows), "")
+  joined = parts.with_flat_values(tf.strings.join([parts.flat_values, suffix]))
+  return tf.strings.reduce_join(joined, axis=1)
+
+
+def _save(module, path, signatures, assets):
+  """tf.saved_model.save with the given signatures and asset files copied into assets/."""
+  module.assets = [tf.saved_model.Asset(p) for p in assets if p]
+  tf.saved_model.save(module, path, signatures=signatures)
+
+
+def write_serving_savedmodel(module, export_dir, identity, assets=()):
+  """Writes export_dir (all signatures) and export_dir/core_ops (no tensorflow-text) atomically.
+
+  assets: files copied into the SavedModel's assets/ (SentencePiece model, albert_config.json).
+  """
+  def write(tmp_dir):
+    token_ids = module.token_ids_fn()
+    tf_example = module.tf_example_fn()
+    signatures = {"token_ids": token_ids, "tf_example": tf_example}
+    if module.text_tokenizer is not None:
+      signatures["serving_default"] = module.raw_text_fn()
+    else:
+      signatures["serving_default"] = token_ids
+    staging = tmp_dir + "-assets"
+    try:
+      staged = stage_assets(staging, assets)
+      _save(module, tmp_dir, signatures, staged)
+      core = _CoreOpsModule(module)
+      _save(core, os.path.join(tmp_dir, CORE_OPS_SUBDIR),
+            {"serving_default": token_ids, "token_ids": token_ids, "tf_example": tf_example},
+            staged)
+    finally:
+      shutil.rmtree(staging, ignore_errors=True)
+  return write_atomically(export_dir, identity, write)
+
+
+class _CoreOpsModule(tf.Module):
+  """The same model and label table, without the tokenizer (so no tensorflow-text ops)."""
+
+  def __init__(self, serving_module):
+    super().__init__()
+    self.model_variables = serving_module.model_variables
+
+
+def stage_assets(staging, assets):
+  """Writes asset files into `staging` under fixed names; returns their paths.
+
+  assets: (name, source) pairs; source is a file path to copy, or bytes to write (generated
+  content such as albert_config.json). None sources are skipped.
+  """
+  os.makedirs(staging, exist_ok=True)
+  staged = []
+  for name, source in assets:
+    if source is None:
+      continue
+    target = os.path.join(staging, name)
+    if isinstance(source, bytes):
+      with open(target, "wb") as f:
+        f.write(source)
+    else:
+      shutil.copyfile(source, target)
+    staged.append(target)
+  return staged
+
+
+def model_identity(kind, model, max_seq_length, spm_model_file, **extra):
+  """What makes two exports 'the same model' (weights may differ: a newer fine-tuning run)."""
+  identity = {"kind": kind, "albert_config": model.config.to_dict(),
+              "max_seq_length": max_seq_length, "spm_model_sha1": file_sha1(spm_model_file)}
+  identity.update(extra)
+  return identity

@@ -1,0 +1,73 @@
+"""Queries an exported classifier SavedModel with raw sentence pairs, as a client would.
+
+  python -m albert_tf.tools.query_savedmodel --export_dir=export \
+      --text_a="The cat sat." --text_b="It was tired."
+  python -m albert_tf.tools.query_savedmodel --export_dir=export --pair_file=glue/MRPC/dev.tsv
+
+Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph SentencePiece ops)
+and calls its `serving_default` signature, which takes raw text; nothing of albert_tf is needed.
+"""
+
+import csv
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (registers the SentencePiece ops)
+
+from albert_tf.errors import AlbertError, run_main
+
+flags.DEFINE_string("export_dir", None, "SavedModel directory written by --export_dir.")
+flags.DEFINE_multi_string("text_a", [], "First sentence(s).")
+flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a.")
+flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, text_b).")
+flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send.")
+FLAGS = flags.FLAGS
+
+
+def read_pairs(path, limit):
+  """(gold label or None, text_a, text_b) from an MRPC-format file."""
+  rows = []
+  with open(path, encoding="utf-8") as f:
+    for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
+      if n == 0:
+        continue
+      if len(row) != 5:
+        raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
+      rows.append((row[0], row[3], row[4]))
+      if len(rows) == limit:
+        break
+  return rows
+
+
+def query(export_dir, texts_a, texts_b):
+  """Calls serving_default; returns its outputs as numpy arrays."""
+  try:
+    loaded = tf.saved_model.load(export_dir)
+  except (OSError, IOError) as e:
+    raise AlbertError(f"{export_dir}: cannot load SavedModel ({e})") from None
+  serve = loaded.signatures["serving_default"]
+  outputs = serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  return {k: v.numpy() for k, v in outputs.items()}
+
+
+def main(argv):
+  del argv
+  if not FLAGS.export_dir:
+    raise AlbertError("--export_dir is required")
+  if FLAGS.pair_file:
+    rows = read_pairs(FLAGS.pair_file, FLAGS.num_pairs)
+  else:
+    if not FLAGS.text_a or len(FLAGS.text_a) != len(FLAGS.text_b):
+      raise AlbertError("give --pair_file, or as many --text_b as --text_a")
+    rows = [(None, a, b) for a, b in zip(FLAGS.text_a, FLAGS.text_b)]
+  outputs = query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
+  for i, (gold, a, b) in enumerate(rows):
+    label = outputs["label"][i].decode()
+    probability = outputs["probabilities"][i].max()
+    gold_text = f"  (gold {gold})" if gold is not None else ""
+    print(f"A: {a[:90]}\nB: {b[:90]}\n-> label {label} with p={probability:.2f}{gold_text}\n")
+
+
+if __name__ == "__main__":
+  app.run(run_main(main))

@@ -1,0 +1,145 @@
+"""RACE reader, feature conversion, the Task's metrics, and a tiny train/eval/predict run."""
+
+import json
+import os
+import types
+
+import numpy as np
+import pytest
+
+from albert_tf.data import classifier_features, race
+from albert_tf.errors import AlbertError
+from albert_tf.training.race_task import RaceTask
+from tests.conftest import tiny_config_dict
+from tests.helpers import finetune
+
+
+def test_reader_builds_four_endings_per_question(tmp_path):
+  finetune.write_race(str(tmp_path), splits=("dev",), files_per_level=1)
+  examples = race.read_examples(str(tmp_path), "dev")
+  assert [e.level for e in examples] == ["middle", "middle", "high", "high"]
+  first, cloze = examples[0], examples[1]
+  assert first.endings[0] == "What does the fox jump over? the lazy dog"
+  # A "_" blank is filled with the option instead of appending it.
+  assert cloze.endings[1] == "Albert shares rivers across layers."
+  assert first.label == 0 and first.example_id == "dev/middle/0.txt"
+  assert len(race.read_examples(str(tmp_path), "dev", high_only=True)) == 2
+  assert race.read_examples(str(tmp_path), "dev", process_text=str.upper)[0].context.isupper()
+
+
+def _write_passage(tmp_path, passage, level="high"):
+  path = tmp_path / "RACE" / "dev" / level / "1.txt"
+  os.makedirs(path.parent, exist_ok=True)
+  os.makedirs(tmp_path / "RACE" / "dev" / "middle", exist_ok=True)
+  path.write_text(passage if isinstance(passage, str) else json.dumps(passage))
+  return path
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: p.pop("answers"), r"1.txt:1: passage has no answers"),
+    (lambda p: p["options"][0].pop(), r"1.txt:1: question 0 has 3 options, expected 4"),
+    (lambda p: p["answers"].__setitem__(0, "E"), r"question 0 answer 'E' is not one of A, B"),
+    (lambda p: p["questions"].pop(), r"1 questions, 2 option lists and 2 answers"),
+])
+def test_bad_race_files(tmp_path, mutate, message):
+  passage = finetune.race_passage("x")
+  mutate(passage)
+  _write_passage(tmp_path, passage)
+  with pytest.raises(AlbertError, match=message):
+    race.read_examples(str(tmp_path), "dev")
+
+
+def test_race_json_missing_dir_and_empty(tmp_path):
+  _write_passage(tmp_path, "{not json")
+  with pytest.raises(AlbertError, match=r"1.txt:1: not JSON"):
+    race.read_examples(str(tmp_path), "dev")
+  with pytest.raises(AlbertError, match=r"RACE.train.middle: directory not found"):
+    race.read_examples(str(tmp_path), "train")
+  (tmp_path / "RACE" / "dev" / "high" / "1.txt").write_text("\n")
+  with pytest.raises(AlbertError, match=r"no RACE questions found in the dev split"):
+    race.read_examples(str(tmp_path), "dev")
+
+
+class _CharTokenizer:
+  """One token per character; ids = code point (keeps the packing check readable)."""
+
+  def tokenize(self, text):
+    return list(text)
+
+  def convert_tokens_to_ids(self, tokens):
+    return [{"[CLS]": 2, "[SEP]": 3}.get(t, ord(t[0])) for t in tokens]
+
+
+def test_race_conversion_keeps_end_of_question_and_cuts_context():
+  example = race.RaceExample("id", "abcdefghij", ["wxyz", "12", "q", "kl"], 2, "high")
+  feature = classifier_features.convert_race_example(example, max_seq_length=9,
+                                                     max_qa_length=3, tokenizer=_CharTokenizer())
+  ids = np.array(feature["input_ids"]).reshape(4, 9)
+  segments = np.array(feature["segment_ids"]).reshape(4, 9)
+  mask = np.array(feature["input_mask"]).reshape(4, 9)
+  # "wxyz" keeps its last 3 tokens "xyz"; the context gets 9 - 3 - 3 = 3 tokens.
+  assert [chr(i) if i > 3 else i for i in ids[0]] == [2, "a", "b", "c", 3, "x", "y", "z", 3]
+  assert segments[0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+  # "q": context gets 9 - 3 - 1 = 5 tokens; no padding needed.
+  assert [chr(i) if i > 3 else i for i in ids[2]] == [2, "a", "b", "c", "d", "e", 3, "q", 3]
+  assert mask.sum() == 36 and feature["label_ids"] == 2
+
+
+def test_race_task_per_level_accuracy(tmp_path):
+  task = RaceTask(str(tmp_path), _config(), max_seq_length=16, max_qa_length=8,
+                  cached_dir=str(tmp_path), tokenizer=object())
+  logits = np.eye(4, dtype=np.float32)[[0, 1, 2, 3]]
+  labels = {"label_ids": np.array([0, 1, 0, 0]), "level": np.array([0, 0, 1, 1]),
+            "is_real_example": np.ones(4, np.float32)}
+  result = task.reduce_outputs(task.aggregate_outputs(None, None, labels, {"logits": logits}))
+  assert result["eval_accuracy"] == 0.5
+  assert result["middle_accuracy"] == 1.0 and result["high_accuracy"] == 0.0
+  with pytest.raises(AlbertError, match="max_qa_length=20 must be in"):
+    RaceTask(str(tmp_path), _config(), max_seq_length=16, max_qa_length=20, tokenizer=object())
+
+
+def _config():
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  return AlbertConfig.from_dict(tiny_config_dict())
+
+
+@pytest.fixture(scope="module")
+def race_run(tmp_path_factory):
+  """A 2-step run_race through the shared fine-tuning path (train, eval all ckpts, predict)."""
+  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
+  from tests.helpers.text import make_tiny_spm_model  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp("race_run")
+  spm = make_tiny_spm_model(str(root))
+  finetune.write_race(str(root / "data"), files_per_level=1)
+  config = finetune.write_tiny_config(str(root / "albert_config.json"))
+  flags_obj = types.SimpleNamespace(
+      task_name="race", data_dir=str(root / "data"), output_dir=str(root / "out"),
+      albert_config_file=config, spm_model_file=spm, vocab_file=None, init_checkpoint=None,
+      albert_hub_module_handle=None, do_lower_case=True, max_seq_length=24, max_qa_length=8,
+      dropout_prob=0.1, high_only=False, middle_only=False, do_train=True, do_eval=True,
+      do_predict=True, train_batch_size=2, eval_batch_size=3, predict_batch_size=3,
+      learning_rate=1e-3, train_step=2, warmup_step=0, save_checkpoints_steps=1,
+      optimizer="adamw", cached_dir=None, export_dir=None, train_file=None,
+      eval_file=str(root / "race_eval.tf_record"), predict_file=None,
+      strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
+      master=None, precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
+      log_every_n_steps=1, iterations_per_loop=1, deterministic=False)
+  summary = finetuning.run_race_from_flags(flags_obj)
+  return root, summary
+
+
+def test_race_run_evaluates_every_checkpoint_and_predicts(race_run):
+  root, summary = race_run
+  out = root / "out"
+  results = (out / "eval_results.txt").read_text()
+  # Both checkpoints evaluated, each with overall and per-level accuracy; the best reported.
+  assert results.count("=" * 50) == 2
+  assert "middle_accuracy = " in results and "high_accuracy = " in results
+  assert f"best_checkpoint = {summary['best_checkpoint']}" in results
+  assert summary["best_result"]["num_examples"] == 4
+  assert os.path.exists(root / "race_eval.tf_record")  # official --eval_file honoured
+  lines = (out / "predictions.tsv").read_text().splitlines()
+  assert lines[0] == "id\tprediction" and len(lines) == 5
+  assert all(line.split("\t")[1] in "ABCD" for line in lines[1:])
+  probabilities = np.loadtxt(out / "test_results.tsv")
+  np.testing.assert_allclose(probabilities.sum(-1), np.ones(4), rtol=1e-5)

@@ -111,3 +111,14 @@ def test_task_losses_against_numpy(tmp_path):
   loss, _ = stsb.build_losses({"label_ids": tf.constant([1.0, 3.0])},
                               {"logits": tf.constant([[1.5], [2.0]])}, global_batch_size=2)
   assert float(loss) == pytest.approx((0.25 + 1.0) / 2)
+
+
+def test_numpy_softmax_cross_entropy_matches_tensorflow():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.metrics.losses import softmax_cross_entropy  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  logits = rng.standard_normal((7, 4)) * 5
+  labels = rng.randint(0, 4, 7)
+  want = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits).numpy()
+  np.testing.assert_allclose(softmax_cross_entropy(logits, labels), want, rtol=1e-6)

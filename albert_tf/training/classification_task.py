@@ -10,6 +10,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
+from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.training.task import Task
 
@@ -186,9 +187,7 @@ class ClassificationTask(Task, FineTuningData):
       losses = (predictions - label_ids) ** 2
     else:
       predictions = np.argmax(logits, axis=-1)
-      shifted = logits - logits.max(axis=-1, keepdims=True)
-      log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-      losses = -log_probs[np.arange(len(label_ids)), label_ids.astype(np.int64)]
+      losses = softmax_cross_entropy(logits, label_ids)
     state["labels"].append(label_ids)
     state["predictions"].append(predictions)
     state["losses"].append(losses)

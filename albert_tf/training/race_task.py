@@ -11,6 +11,7 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
+from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.training.classification_task import MODE_TO_SPLIT, FineTuningData
 from albert_tf.training.task import Task
@@ -117,9 +118,7 @@ class RaceTask(Task, FineTuningData):
     state = state or {"labels": [], "predictions": [], "levels": [], "weights": [], "losses": []}
     logits = np.asarray(outputs["logits"], np.float64)
     label_ids = np.asarray(labels["label_ids"]).astype(np.int64)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    state["losses"].append(-log_probs[np.arange(len(label_ids)), label_ids])
+    state["losses"].append(softmax_cross_entropy(logits, label_ids))
     state["labels"].append(label_ids)
     state["predictions"].append(np.argmax(logits, axis=-1))
     state["levels"].append(np.asarray(labels.get("level", np.full(len(label_ids), -1))))

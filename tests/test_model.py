@@ -201,3 +201,21 @@ def test_fresh_model_weights_are_not_repeated():
   q, k = block.query.kernel.numpy(), block.key.kernel.numpy()
   assert not np.allclose(q, k)
   assert 0.005 < q.std() < 0.03  # truncated normal with stddev initializer_range=0.02
+
+
+@pytest.mark.parametrize("layout", ["G1_K1", "K2", "G2_K2"])
+def test_pooled_only_gives_the_same_pooled_output(layout):
+  cfg = tiny_config_dict(**LAYOUTS[layout], hidden_dropout_prob=0.0)
+  encoder = AlbertEncoder(AlbertConfig.from_dict(cfg))
+  ids, mask, seg, _ = make_inputs(cfg)
+  inputs = dict(input_ids=ids, input_mask=mask, segment_ids=seg)
+  full = encoder(inputs)
+  short = encoder(inputs, pooled_only=True)
+  np.testing.assert_allclose(short["pooled_output"].numpy(), full["pooled_output"].numpy(),
+                             atol=1e-6)
+  assert short["sequence_output"].shape == (3, 1, cfg["hidden_size"])
+  np.testing.assert_allclose(short["sequence_output"].numpy()[:, 0],
+                             full["sequence_output"].numpy()[:, 0], atol=1e-6)
+  # Every layer before the last is untouched.
+  for a, b in zip(short["encoder_outputs"][:-1], full["encoder_outputs"][:-1]):
+    np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -31,8 +31,10 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
   Call args:
     hidden_states: [batch, seq_len, hidden].
     mask_adder: [batch, 1, 1, seq_len] from `attention_mask_adder`.
+    first_token_only: attend from the first position only (keys and values still cover every
+      position). Exact for that row; used in the last layer when only the pooled output is needed.
   Returns:
-    [batch, seq_len, hidden].
+    [batch, seq_len, hidden], or [batch, 1, hidden] with first_token_only.
   """
 
   def __init__(self, hidden_size, num_attention_heads, attention_probs_dropout_prob=0.0,
@@ -73,22 +75,25 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     x = tf.reshape(x, [batch, seq_len, self.num_attention_heads, self.head_size])
     return tf.transpose(x, [0, 2, 1, 3])
 
-  def call(self, hidden_states, mask_adder, training=None):
+  def call(self, hidden_states, mask_adder, training=None, first_token_only=False):
     shape = tf.shape(hidden_states)
     batch, seq_len = shape[0], shape[1]
-    # Scaling the queries before the product (rather than the [B, N, S, S] scores after it)
+    queries_from = hidden_states[:, :1] if first_token_only else hidden_states
+    query_len = 1 if first_token_only else seq_len
+    # Scaling the queries before the product (rather than the [B, N, Q, S] scores after it)
     # is the same function with S/D times fewer multiplies.
     scale = tf.cast(1.0 / math.sqrt(self.head_size), hidden_states.dtype)
-    q = self._split_heads(self.query(hidden_states) * scale, batch, seq_len)
+    q = self._split_heads(self.query(queries_from) * scale, batch, query_len)
     k = self._split_heads(self.key(hidden_states), batch, seq_len)
     v = self._split_heads(self.value(hidden_states), batch, seq_len)
-    scores = tf.matmul(q, k, transpose_b=True) + tf.cast(mask_adder, q.dtype)  # [B, N, S, S]
+    scores = tf.matmul(q, k, transpose_b=True) + tf.cast(mask_adder, q.dtype)  # [B, N, Q, S]
     probs = tf.nn.softmax(scores, axis=-1)
     probs = self.probs_dropout(probs, training=training)
-    context = tf.matmul(probs, v)  # [B, N, S, D]
-    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, seq_len, self.hidden_size])
+    context = tf.matmul(probs, v)  # [B, N, Q, D]
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
+                         [batch, query_len, self.hidden_size])
     attention_output = self.output_dropout(self.output_dense(context), training=training)
-    return self.layer_norm(attention_output + hidden_states)
+    return self.layer_norm(attention_output + queries_from)
 
   def get_config(self):
     config = super().get_config()

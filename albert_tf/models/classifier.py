@@ -40,7 +40,7 @@ class AlbertClassifier(tf_keras.Model):
   def call(self, inputs, training=None):
     encoder_outputs = self.encoder(
         {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids") if k in inputs},
-        training=training)
+        training=training, pooled_only=True)  # the head reads only the pooled output
     logits = self.classifier_head(encoder_outputs["pooled_output"], training=training)
     probabilities = logits if self.is_regression else tf.nn.softmax(logits, axis=-1)
     return {"logits": logits, "probabilities": probabilities}

@@ -38,7 +38,8 @@ class AlbertMultipleChoice(tf_keras.Model):
       if key in inputs:
         value = inputs[key]
         flat[key] = tf.reshape(value, [-1, tf.shape(value)[-1]])
-    encoder_outputs = self.encoder(flat, training=training)
+    # The head reads only the pooled output: skip the rest of the last layer.
+    encoder_outputs = self.encoder(flat, training=training, pooled_only=True)
     logits = self.choice_head(encoder_outputs["pooled_output"], training=training)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 

@@ -28,6 +28,11 @@ class AlbertEncoder(tf_keras.Model):
     encoder_outputs: list of L * K tensors [batch, seq_len, hidden], one per applied inner layer.
     embedding_output [batch, seq_len, embedding_size]: after embedding LayerNorm/dropout.
   Tensors are in the compute dtype of the mixed-precision policy.
+
+  `call(..., pooled_only=True)` is for heads that read only the pooled output (classification,
+  multiple choice): the last inner layer then runs for the first token alone (its keys and values
+  still see every token), which gives the same pooled output for about 1/L less work;
+  sequence_output and the last encoder output are then [batch, 1, hidden].
   """
 
   def __init__(self, config, **kwargs):
@@ -75,7 +80,7 @@ class AlbertEncoder(tf_keras.Model):
     self.pooler.build([None, self.config.hidden_size])
     self.built = True
 
-  def call(self, inputs, training=None):
+  def call(self, inputs, training=None, pooled_only=False):
     input_ids = inputs["input_ids"]
     input_mask = inputs.get("input_mask")
     segment_ids = inputs.get("segment_ids")
@@ -89,8 +94,10 @@ class AlbertEncoder(tf_keras.Model):
       hidden = self.embedding_projection(hidden)
     mask_adder = attention_mask_adder(input_mask, hidden.dtype)
     encoder_outputs = []
-    for attention_index, ffn_index in self.sharing_plan.schedule:
-      hidden = self.attention_blocks[attention_index](hidden, mask_adder, training=training)
+    last = len(self.sharing_plan.schedule) - 1
+    for i, (attention_index, ffn_index) in enumerate(self.sharing_plan.schedule):
+      hidden = self.attention_blocks[attention_index](
+          hidden, mask_adder, training=training, first_token_only=pooled_only and i == last)
       hidden = self.ffn_blocks[ffn_index](hidden, training=training)
       encoder_outputs.append(hidden)
     pooled_output = self.pooler(hidden[:, 0, :])

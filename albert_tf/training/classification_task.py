@@ -82,6 +82,16 @@ class FineTuningData:
         lambda: (self.convert(example) for example in self.examples(mode)))
 
 
+def concat_real_examples(state):
+  """Concatenates each per-batch list of an eval state and keeps the real examples.
+
+  `state["weights"]` holds is_real_example per batch (0 for the padding examples that fill the
+  last batch); every other list is filtered by it. Returns {key: array}.
+  """
+  real = np.concatenate(state["weights"]) > 0
+  return {key: np.concatenate(values)[real] for key, values in state.items() if key != "weights"}
+
+
 class ClassificationTask(Task, FineTuningData):
   """One GLUE task: classification with softmax cross-entropy, or STS-B regression (MSE).
 
@@ -197,13 +207,11 @@ class ClassificationTask(Task, FineTuningData):
   def reduce_outputs(self, state):
     if not state:
       return {}
-    real = np.concatenate(state["weights"]) > 0
-    labels = np.concatenate(state["labels"])[real]
-    predictions = np.concatenate(state["predictions"])[real]
-    losses = np.concatenate(state["losses"])[real]
-    result = glue_metrics.task_metrics(self.spec.name, labels, predictions)
+    rows = concat_real_examples(state)
+    result = glue_metrics.task_metrics(self.spec.name, rows["labels"], rows["predictions"])
+    losses = rows["losses"]
     result["eval_loss"] = float(losses.mean()) if losses.size else 0.0
-    result["num_examples"] = int(real.sum())
+    result["num_examples"] = int(losses.size)
     return result
 
   # ------------------------------------------------------------------ prediction output

@@ -13,7 +13,8 @@ from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.training.classification_task import MODE_TO_SPLIT, FineTuningData
+from albert_tf.training.classification_task import (MODE_TO_SPLIT, FineTuningData,
+                                                     concat_real_examples)
 from albert_tf.training.task import Task
 
 
@@ -128,15 +129,12 @@ class RaceTask(Task, FineTuningData):
   def reduce_outputs(self, state):
     if not state:
       return {}
-    real = np.concatenate(state["weights"]) > 0
-    labels = np.concatenate(state["labels"])[real]
-    predictions = np.concatenate(state["predictions"])[real]
-    levels = np.concatenate(state["levels"])[real]
-    correct = labels == predictions
+    rows = concat_real_examples(state)
+    levels = rows["levels"]
+    correct = rows["labels"] == rows["predictions"]
     result = {"eval_accuracy": float(correct.mean()) if correct.size else 0.0,
-              "eval_loss": float(np.concatenate(state["losses"])[real].mean())
-                           if correct.size else 0.0,
-              "num_examples": int(real.sum())}
+              "eval_loss": float(rows["losses"].mean()) if correct.size else 0.0,
+              "num_examples": int(correct.size)}
     for index, level in enumerate(race.LEVELS):
       in_level = levels == index
       if in_level.any():

@@ -44,6 +44,7 @@ flags.DEFINE_string("export_dir", None, "If set, export the best checkpoint as a
                     "for TF Serving here.")
 flags.DEFINE_float("dropout_prob", 0.1, "Extra: dropout on the pooled output (official 0.1).")
 common_flags.define_common_flags()
+common_flags.define_export_flags()
 
 FLAGS = flags.FLAGS
 

@@ -46,6 +46,7 @@ flags.DEFINE_string("cached_dir", None, "Extra: where features are cached when -
 flags.DEFINE_string("export_dir", None, "If set, export the best checkpoint as a SavedModel "
                     "for TF Serving here.")
 common_flags.define_common_flags()
+common_flags.define_export_flags()
 
 FLAGS = flags.FLAGS
 

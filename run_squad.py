@@ -70,6 +70,7 @@ flags.DEFINE_float("null_score_diff_threshold", None, "v2: predict \"\" when the
 flags.DEFINE_integer("seed", None, "Seed of weight initialisation and data shuffling (default: "
                      "random).")
 common_flags.define_common_flags()
+common_flags.define_export_flags()
 
 FLAGS = flags.FLAGS
 

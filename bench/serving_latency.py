@@ -1,18 +1,24 @@
 """Latency of the exported classifier SavedModel vs the model garden's exported AlbertEncoder.
 
 ALBERT-base shape (V 30000, E 128, H 768, L 12, 12 heads, I 3072), sequence length 128, random
-weights (latency does not depend on them). Both SavedModels are loaded back with
-tf.saved_model.load and called through their signatures, as a TF Serving process would.
+weights (latency does not depend on them). Every SavedModel is loaded back with
+tf.saved_model.load and called through its signature, as a TF Serving process would.
 
-  .venv/bin/python bench/serving_latency.py [--batch_sizes=1,32] [--iterations=20]
+  .venv/bin/python bench/serving_latency.py [--batch_sizes=1,32] [--rounds=60]
 
 Rows:
-  ours token_ids    exported classifier, token-id signature (core TF ops)
-  ours raw_text     exported classifier, serving_default (in-graph SentencePiece + packing)
-  garden encoder    official.nlp.modeling.networks.AlbertEncoder exported with a token-id
-                    signature (encoder + pooler only: no classification head)
+  ours fp32       exported classifier (--export_precision=fp32, the default), token-id signature
+  ours bf16       the same weights exported with --export_precision=bf16, token-id signature
+  garden fp32     official.nlp.modeling.networks.AlbertEncoder exported with a token-id
+                  signature (encoder + pooler only: no classification head)
+  ours * raw      serving_default: raw text in, in-graph SentencePiece + packing
 Inputs: full-length sequences (all 128 positions real), and the same with only 32 real tokens
 (input_mask 0 after), reported separately.
+
+Timing: the models are called in interleaved rounds (one call of each per round, the order
+rotated every round), so drifts in machine speed hit all of them alike. Reported per model:
+median, 10th-90th percentile and min over the rounds; the ratio to the model garden is the
+median over rounds of the per-round ratio (paired), with the ratio of medians beside it.
 """
 
 import os
@@ -29,10 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length.")
-flags.DEFINE_integer("iterations", 20, "Timed calls per configuration (batch 1; fewer for "
+flags.DEFINE_integer("rounds", 60, "Timed rounds at batch 1 (a sixth of them, at least 5, for "
                      "larger batches).")
+flags.DEFINE_integer("intra_op_threads", 0, "TF intra-op threads for every model (0: TF's "
+                     "default, one per core).")
+flags.DEFINE_integer("inter_op_threads", 0, "TF inter-op threads for every model (0: default).")
 flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp dir).")
-flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Compute precision of our export.")
 
 FLAGS = flags.FLAGS
 
@@ -41,6 +49,7 @@ BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_la
             inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
             initializer_range=0.02)
+GOAL_RATIO = 0.7
 
 
 def _spm_model(work_dir):
@@ -52,25 +61,22 @@ def _spm_model(work_dir):
   return train_sentencepiece([corpus], os.path.join(work_dir, "spm"), vocab_size=4000)
 
 
-def export_ours(work_dir, seq_length, precision):
-  import tf_keras  # pylint: disable=g-import-not-at-top
+def export_ours(work_dir, seq_length):
+  """One fp32 classifier exported at both serving precisions. Returns {precision: path}."""
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
   spm = _spm_model(work_dir)
-  policy = tf_keras.mixed_precision.global_policy()
-  if precision == "bf16":
-    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  try:
-    model = AlbertClassifier(AlbertConfig.from_dict(BASE), num_classes=2)
-  finally:
-    tf_keras.mixed_precision.set_global_policy(policy)
-  path = os.path.join(work_dir, f"ours_{precision}")
-  export_classifier(model, path, ["0", "1"], seq_length, spm, True, "bench", True)
-  return path
+  model = AlbertClassifier(AlbertConfig.from_dict(BASE), num_classes=2)
+  paths = {}
+  for precision in ("fp32", "bf16"):
+    paths[precision] = os.path.join(work_dir, f"ours_{precision}")
+    export_classifier(model, paths[precision], ["0", "1"], seq_length, spm, True, "bench", True,
+                      precision=precision)
+  return paths
 
 
-def export_garden(work_dir, seq_length):
+def export_garden(work_dir):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
   encoder = networks.AlbertEncoder(
@@ -100,68 +106,109 @@ def export_garden(work_dir, seq_length):
   return path
 
 
-def _time(fn, iterations):
-  fn()  # warm-up (graph instantiation, oneDNN primitive creation)
-  fn()
-  times = []
-  for _ in range(iterations):
-    start = time.perf_counter()
-    fn()
-    times.append((time.perf_counter() - start) * 1000)
-  return statistics.median(times), min(times)
+def time_interleaved(calls, rounds, warmup=3):
+  """calls: {name: fn}. Returns {name: [ms per round]}, one call of each per round."""
+  names = list(calls)
+  for name in names:
+    for _ in range(warmup):  # graph instantiation, oneDNN primitive creation
+      calls[name]()
+  times = {name: [] for name in names}
+  for r in range(rounds):
+    shift = r % len(names)
+    for name in names[shift:] + names[:shift]:
+      start = time.perf_counter()
+      calls[name]()
+      times[name].append((time.perf_counter() - start) * 1000)
+  return times
 
 
-def measure(ours_dir, garden_dir, batch_sizes, seq_length, iterations):
+def summarize(ms):
+  deciles = statistics.quantiles(ms, n=10) if len(ms) > 1 else [ms[0]] * 9
+  return dict(median=statistics.median(ms), p10=deciles[0], p90=deciles[-1], min=min(ms))
+
+
+def paired_ratio(ours, garden):
+  return statistics.median(o / g for o, g in zip(ours, garden))
+
+
+def measure(paths, garden_dir, batch_sizes, seq_length, rounds):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  ours = tf.saved_model.load(ours_dir)
-  garden = tf.saved_model.load(garden_dir)
-  token_fn = ours.signatures["token_ids"]
-  text_fn = ours.signatures["serving_default"]
-  garden_fn = garden.signatures["serving_default"]
+  ours = {p: tf.saved_model.load(path) for p, path in paths.items()}
+  garden_fn = tf.saved_model.load(garden_dir).signatures["serving_default"]
   words = ("the quick brown fox jumps over the lazy dog while rivers flow to the sea and "
            "mountains rise above the clouds").split()
-  rows = []
+  results = []  # (inputs label, {model: times})
+  agreement = []
   for batch in batch_sizes:
-    n = iterations if batch == 1 else max(3, iterations // 4)
+    n = rounds if batch == 1 else max(5, rounds // 6)
     for real in (seq_length, 32):
       rng = np.random.default_rng(0)
       ids = rng.integers(5, 4000, size=(batch, seq_length)).astype(np.int32)
       mask = (np.arange(seq_length) < real).astype(np.int32)[None].repeat(batch, 0)
       segments = (np.arange(seq_length) >= real // 2).astype(np.int32)[None] * mask
       ids, mask, segments = (tf.constant(x) for x in (ids * mask, mask, segments))
-      label = f"batch {batch:>2}, {real:>3} real tokens"
-      rows.append((label, "ours token_ids", *_time(
-          lambda: token_fn(input_ids=ids, input_mask=mask, segment_ids=segments), n)))
-      rows.append((label, "garden encoder", *_time(
-          lambda: garden_fn(input_word_ids=ids, input_mask=mask, input_type_ids=segments), n)))
+      calls = {f"ours {p}": (lambda f=m.signatures["token_ids"]: f(
+          input_ids=ids, input_mask=mask, segment_ids=segments)) for p, m in ours.items()}
+      calls["garden fp32"] = lambda: garden_fn(input_word_ids=ids, input_mask=mask,
+                                               input_type_ids=segments)
+      results.append((f"batch {batch:>2}, {real:>3} real tokens",
+                      time_interleaved(calls, n)))
+      probs = {p: calls[f"ours {p}"]()["probabilities"].numpy() for p in ours}
+      agreement.append((float(np.abs(probs["fp32"] - probs["bf16"]).max()),
+                        float((probs["fp32"].argmax(-1) == probs["bf16"].argmax(-1)).mean())))
     # Raw text long enough to fill the 128 positions after tokenization.
     text_a = tf.constant([" ".join(words * 4)] * batch)
     text_b = tf.constant([" ".join(reversed(words * 4))] * batch)
-    rows.append((f"batch {batch:>2}, raw text (fills {seq_length})", "ours raw_text",
-                 *_time(lambda: text_fn(text_a=text_a, text_b=text_b), n)))
-  return rows
+    calls = {f"ours {p} raw": (lambda f=m.signatures["serving_default"]: f(
+        text_a=text_a, text_b=text_b)) for p, m in ours.items()}
+    results.append((f"batch {batch:>2}, raw text (fills {seq_length})",
+                    time_interleaved(calls, n)))
+  return results, agreement
+
+
+def _uptime():
+  return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main(_):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
+  tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="serving_latency_")
   batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
-  ours_dir = export_ours(work_dir, FLAGS.seq_length, FLAGS.precision)
-  garden_dir = export_garden(work_dir, FLAGS.seq_length)
-  load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
-  rows = measure(ours_dir, garden_dir, batch_sizes, FLAGS.seq_length, FLAGS.iterations)
-  print(f"\nuptime before timing: {load}")
-  print(f"our export precision: {FLAGS.precision}; SavedModels in {work_dir}")
-  print(f"{'inputs':<32} {'model':<16} {'median ms':>10} {'min ms':>8}")
-  for label, model, median, fastest in rows:
-    print(f"{label:<32} {model:<16} {median:>10.1f} {fastest:>8.1f}")
-  by_key = {(r[0], r[1]): r[2] for r in rows}
-  for label in sorted({r[0] for r in rows if "real tokens" in r[0]}):
-    ratio = by_key[(label, "ours token_ids")] / by_key[(label, "garden encoder")]
-    print(f"ratio ours/garden token-id, {label}: {ratio:.2f}")
-  print(f"uptime after timing: "
-        f"{subprocess.run(['uptime'], capture_output=True, text=True, check=False).stdout.strip()}")
+  paths = export_ours(work_dir, FLAGS.seq_length)
+  garden_dir = export_garden(work_dir)
+  load_before = _uptime()
+  results, agreement = measure(paths, garden_dir, batch_sizes, FLAGS.seq_length, FLAGS.rounds)
+  print(f"\nuptime before timing: {load_before}")
+  print(f"threads: intra_op {FLAGS.intra_op_threads or 'default'}, inter_op "
+        f"{FLAGS.inter_op_threads or 'default'}, {os.cpu_count()} CPUs; SavedModels in {work_dir}")
+  print(f"{'inputs':<32} {'model':<16} {'rounds':>6} {'median ms':>10} {'p10-p90 ms':>16} "
+        f"{'min ms':>8} {'vs garden':>10}")
+  goal_lines = []
+  for label, times in results:
+    garden = times.get("garden fp32")
+    for model, ms in times.items():
+      s = summarize(ms)
+      ratio = ""
+      if garden is not None and model != "garden fp32":
+        paired = paired_ratio(ms, garden)
+        ratio = f"{paired:.2f}x"
+        if label.startswith("batch  1, 128"):
+          of_medians = s["median"] / summarize(garden)["median"]
+          goal_lines.append(
+              f"goal (token_ids, batch 1, 128 real tokens, <= {GOAL_RATIO}x the model garden): "
+              f"{model} {paired:.2f}x paired, {of_medians:.2f}x of medians -> "
+              f"{'met' if max(paired, of_medians) <= GOAL_RATIO else 'NOT met'}")
+      print(f"{label:<32} {model:<16} {len(ms):>6} {s['median']:>10.1f} "
+            f"{s['p10']:>7.1f}-{s['p90']:<8.1f} {s['min']:>8.1f} {ratio:>10}")
+  for (diff, agree), (label, _) in zip(agreement, [r for r in results if "real" in r[0]]):
+    print(f"bf16 vs fp32 export, {label}: max |probability difference| {diff:.4f}, "
+          f"same label {agree:.0%}")
+  print("\n".join(goal_lines))
+  print(f"uptime after timing: {_uptime()}")
 
 
 if __name__ == "__main__":

@@ -27,14 +27,15 @@ def mrpc_run(tmp_path_factory):
   spm = make_tiny_spm_model(str(root))
   finetune.write_mrpc(str(root / "glue"))
   config = finetune.write_tiny_config(str(root / "albert_config.json"))
-  # An official command line, unchanged, plus --export_dir.
+  # An official command line, unchanged, plus --export_dir (and our --export_precision extra).
   proc = _run([
       "--task_name=MRPC", "--data_dir=glue", "--output_dir=out", "--cached_dir=cache",
       f"--albert_config_file={config}", f"--spm_model_file={spm}", "--do_train=true",
       "--do_eval=true", "--do_predict=true", "--do_lower_case=true", "--max_seq_length=24",
       "--optimizer=adamw", "--warmup_step=1", "--learning_rate=3e-4", "--train_step=4",
       "--save_checkpoints_steps=2", "--train_batch_size=4", "--eval_batch_size=3",
-      "--predict_batch_size=2", "--export_dir=serving/mrpc", "--log_every_n_steps=2"],
+      "--predict_batch_size=2", "--export_dir=serving/mrpc", "--log_every_n_steps=2",
+      "--export_precision=bf16"],
       cwd=str(root))
   assert proc.returncode == 0, proc.stderr[-4000:]
   return root
@@ -78,6 +79,11 @@ def test_export_dir_holds_the_task_model(mrpc_run):
   assert (export_dir / "core_ops" / "saved_model.pb").exists()
   info = json.loads((export_dir / "assets.extra" / "albert_export.json").read_text())
   assert info["task"] == "mrpc" and info["labels"] == ["0", "1"] and info["max_seq_length"] == 24
+  assert info["precision"] == "bf16"
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(str(export_dir / "variables" / "variables"))
+  dtypes = set(reader.get_variable_to_dtype_map().values())
+  assert tf.bfloat16 in dtypes and tf.float32 in dtypes  # bf16 weights, float32 LayerNorm
   assert not [p for p in os.listdir(mrpc_run / "serving") if ".tmp" in p]
 
 

@@ -1,6 +1,7 @@
 """Fine-tuned model -> TF Serving SavedModel (see `albert_tf.export.serving` for signatures)."""
 
 from albert_tf.export import serving
+from albert_tf.export.precision import serving_copy
 
 
 def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
@@ -18,7 +19,7 @@ def _assets(model, spm_model_file):
 
 
 def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_file=None,
-                      do_lower_case=True, task_name=None, text_pair=True):
+                      do_lower_case=True, task_name=None, text_pair=True, precision="fp32"):
   """Writes an AlbertClassifier as a TF Serving SavedModel (atomically; see serving.py).
 
   Args:
@@ -28,25 +29,30 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
     spm_model_file: SentencePiece model for the raw-text signature; without it (WordPiece
       models) only the token-id and tf.Example signatures are written.
     text_pair: raw-text signature takes text_a and text_b (else text_a only).
+    precision: compute precision of the export, "fp32" or "bf16" (see export/precision.py).
   Returns:
     the absolute export directory.
   """
   text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
+  model = serving_copy(model, precision)
   module = serving.ClassifierServing(model, label_list, max_seq_length, text_tokenizer,
                                      text_pair=text_pair)
   identity = serving.model_identity(
       "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
-      labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case))
+      labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case),
+      precision=precision)
   return serving.write_serving_savedmodel(module, export_dir, identity,
                                           _assets(model, spm_model_file))
 
 
 def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
-                           spm_model_file=None, do_lower_case=True):
+                           spm_model_file=None, do_lower_case=True, precision="fp32"):
   """Writes an AlbertMultipleChoice (RACE) as a TF Serving SavedModel.
 
   Raw-text signature inputs: article [batch], question [batch], options [batch, 4].
+  precision: "fp32" or "bf16", as for `export_classifier`.
   """
+  model = serving_copy(model, precision)
   text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
   module = serving.MultipleChoiceServing(model, max_seq_length, max_qa_length,
                                          num_choices=model.num_choices,
@@ -54,6 +60,6 @@ def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
   identity = serving.model_identity(
       "albert_multiple_choice", model, max_seq_length, spm_model_file, task="race",
       num_choices=model.num_choices, max_qa_length=max_qa_length,
-      do_lower_case=bool(do_lower_case))
+      do_lower_case=bool(do_lower_case), precision=precision)
   return serving.write_serving_savedmodel(module, export_dir, identity,
                                           _assets(model, spm_model_file))

@@ -67,7 +67,7 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
   def build(self, input_shape=None):
     for layer in (self.query, self.key, self.value, self.output_dense):
       layer.build([None, self.hidden_size])
-    self.layer_norm.build([None, None, self.hidden_size])
+    self.layer_norm.build([None, self.hidden_size])
     super().build(input_shape)
 
   def _split_heads(self, x, batch, seq_len):
@@ -80,20 +80,25 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     batch, seq_len = shape[0], shape[1]
     queries_from = hidden_states[:, :1] if first_token_only else hidden_states
     query_len = 1 if first_token_only else seq_len
+    # The dense layers see 2-D [batch * seq_len, hidden] inputs: a rank-3 Dense is a tensordot
+    # (reshape, MatMul, reshape, BiasAdd), which keeps grappler from fusing the bias into the
+    # MatMul on oneDNN CPUs.
+    flat = tf.reshape(hidden_states, [-1, self.hidden_size])
+    queries_flat = tf.reshape(queries_from, [-1, self.hidden_size])
     # Scaling the queries before the product (rather than the [B, N, Q, S] scores after it)
     # is the same function with S/D times fewer multiplies.
     scale = tf.cast(1.0 / math.sqrt(self.head_size), hidden_states.dtype)
-    q = self._split_heads(self.query(queries_from) * scale, batch, query_len)
-    k = self._split_heads(self.key(hidden_states), batch, seq_len)
-    v = self._split_heads(self.value(hidden_states), batch, seq_len)
+    q = self._split_heads(self.query(queries_flat) * scale, batch, query_len)
+    k = self._split_heads(self.key(flat), batch, seq_len)
+    v = self._split_heads(self.value(flat), batch, seq_len)
     scores = tf.matmul(q, k, transpose_b=True) + tf.cast(mask_adder, q.dtype)  # [B, N, Q, S]
     probs = tf.nn.softmax(scores, axis=-1)
     probs = self.probs_dropout(probs, training=training)
     context = tf.matmul(probs, v)  # [B, N, Q, D]
-    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
-                         [batch, query_len, self.hidden_size])
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])
     attention_output = self.output_dropout(self.output_dense(context), training=training)
-    return self.layer_norm(attention_output + queries_from)
+    output = self.layer_norm(attention_output + queries_flat)
+    return tf.reshape(output, [batch, query_len, self.hidden_size])
 
   def get_config(self):
     config = super().get_config()

@@ -252,7 +252,7 @@ def run_classifier_from_flags(flags_obj):
     export_classifier(model, export_dir, label_list=task.label_list,
                       max_seq_length=task.max_seq_length, spm_model_file=task.spm_model_file,
                       do_lower_case=task.do_lower_case, task_name=task.spec.name,
-                      text_pair=task.spec.text_pair)
+                      text_pair=task.spec.text_pair, precision=flags_obj.export_precision)
 
   return run_finetuning(task, make_trainer(task, flags_obj), run, write_predictions, export_fn)
 
@@ -297,6 +297,7 @@ def run_race_from_flags(flags_obj):
     from albert_tf.export import export_multiple_choice  # pylint: disable=g-import-not-at-top
     export_multiple_choice(model, export_dir, max_seq_length=task.max_seq_length,
                            max_qa_length=task.max_qa_length, spm_model_file=task.spm_model_file,
-                           do_lower_case=task.do_lower_case)
+                           do_lower_case=task.do_lower_case,
+                           precision=flags_obj.export_precision)
 
   return run_finetuning(task, make_trainer(task, flags_obj), run, write_predictions, export_fn)

@@ -51,6 +51,15 @@ def define_common_flags():
     "Enable TF op determinism (bit-identical reruns and resumes; slower).")
 
 
+def define_export_flags():
+  """Extras of the scripts that write a serving SavedModel with --export_dir (idempotent)."""
+  _define_if_missing(
+      flags.DEFINE_enum, "export_precision", "fp32", ["fp32", "bf16"],
+      "Extra: compute precision of the --export_dir SavedModel, whatever --precision trained "
+      "it: fp32, or bf16 (bfloat16 weights and matmuls, LayerNorm in float32; faster on CPUs "
+      "with AMX/AVX512-BF16, slower on CPUs without them).")
+
+
 def strategy_from_flags(flags_obj=None):
   """The strategy the shared flags select."""
   f = flags_obj or flags.FLAGS

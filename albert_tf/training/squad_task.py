@@ -230,6 +230,7 @@ class SquadRun:
   optimizer: str = "adamw"
   seed: Optional[int] = None
   export_dir: Optional[str] = None
+  export_precision: str = "fp32"
 
 
 def validate_run(run, albert_config):
@@ -435,14 +436,20 @@ class SquadServing(tf.Module):
     self.serve = tf.function(serve, input_signature=specs)
 
 
-def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None):
-  """Writes `model` (weights loaded) as a SavedModel in export_dir, atomically."""
+def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None, precision="fp32"):
+  """Writes `model` (weights loaded) as a SavedModel in export_dir, atomically.
+
+  precision: "fp32" or "bf16" (see albert_tf/export/precision.py).
+  """
   from albert_tf.export import saved_model_writer  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.precision import serving_copy  # pylint: disable=g-import-not-at-top
+  model = serving_copy(model, precision)
   module = SquadServing(model, max_seq_length)
   identity = {"kind": "albert_squad", "albert_config": model.config.to_dict(),
               "version_2_with_negative": model.version_2_with_negative,
               "max_seq_length": max_seq_length,
-              "spm_model_sha1": saved_model_writer.file_sha1(spm_model_file)}
+              "spm_model_sha1": saved_model_writer.file_sha1(spm_model_file),
+              "precision": precision}
 
   def write(tmp_dir):
     tf.saved_model.save(module, tmp_dir,
@@ -465,7 +472,8 @@ def _export(task, run, checkpoint_path):
     raise AlbertError(f"--export_dir: no checkpoint in --output_dir={run.output_dir} and no "
                       "--init_checkpoint to export")
   logging.info("Exporting %s to %s", checkpoint_path or run.init_checkpoint, run.export_dir)
-  return export_squad_model(model, run.export_dir, run.max_seq_length, run.spm_model_file)
+  return export_squad_model(model, run.export_dir, run.max_seq_length, run.spm_model_file,
+                            precision=run.export_precision)
 
 
 
@@ -492,7 +500,7 @@ def run_squad_from_flags(flags_obj):
       n_best_size=f.n_best_size, max_answer_length=f.max_answer_length,
       start_n_top=f.start_n_top, end_n_top=f.end_n_top, dropout_prob=f.dropout_prob,
       null_score_diff_threshold=f.null_score_diff_threshold, seed=f.seed,
-      export_dir=f.export_dir)
+      export_dir=f.export_dir, export_precision=f.export_precision)
   common_flags.apply_runtime_flags(f)
   strategy = common_flags.strategy_from_flags(f)
   trainer_kwargs = common_flags.trainer_kwargs_from_flags(f)

@@ -76,8 +76,10 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     return tf.transpose(x, [0, 2, 1, 3])
 
   def call(self, hidden_states, mask_adder, training=None, first_token_only=False):
-    shape = tf.shape(hidden_states)
-    batch, seq_len = shape[0], shape[1]
+    # Batch and length come from the mask, which every layer shares: their shape ops are then one
+    # common subexpression for the whole stack instead of one set per layer.
+    mask_shape = tf.shape(mask_adder)
+    batch, seq_len = mask_shape[0], mask_shape[3]
     queries_from = hidden_states[:, :1] if first_token_only else hidden_states
     query_len = 1 if first_token_only else seq_len
     # The dense layers see 2-D [batch * seq_len, hidden] inputs: a rank-3 Dense is a tensordot

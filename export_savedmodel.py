@@ -5,6 +5,9 @@
 Signatures: tokens, sop, mlm, tokenization_info (see albert_tf/export/hub_encoder.py).
 """
 
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
 from absl import app
 
 from albert_tf.errors import run_main

@@ -7,6 +7,9 @@
     --learning_rate=2e-5 --train_batch_size=32 [--export_dir=serving/mrpc]
 """
 
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
 from absl import app
 from absl import flags
 
@@ -24,7 +27,8 @@ flags.DEFINE_string("cached_dir", None, "Where the features TFRecords are cached
                     "--output_dir); built if missing.")
 flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: official TF1 or ours.")
 flags.DEFINE_string("albert_hub_module_handle", None,
-                    "Official flag; TF1 hub modules are not supported (use --init_checkpoint).")
+                    "A local ALBERT TF-Hub module (official TF1 format, or export_savedmodel.py's "
+                    "output): config, weights and SentencePiece model come from it.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (uncased models).")
 flags.DEFINE_integer("max_seq_length", 512, "Total sequence length after tokenization.")
 flags.DEFINE_bool("do_train", False, "Whether to run training.")
@@ -42,6 +46,9 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "Official flag (the official run 
 flags.DEFINE_string("optimizer", "adamw", "Optimizer to use: adamw or lamb.")
 flags.DEFINE_string("export_dir", None, "If set, export the best checkpoint as a SavedModel "
                     "for TF Serving here.")
+flags.DEFINE_float("threshold_to_export", float("nan"), "The threshold value that should be "
+                   "used with the exported classifier: when set, every signature of the export "
+                   "also returns it as `threshold` (official flag).")
 flags.DEFINE_float("dropout_prob", 0.1, "Extra: dropout on the pooled output (official 0.1).")
 common_flags.define_common_flags()
 common_flags.define_export_flags()

@@ -5,6 +5,9 @@ The flags are the official run_pretraining.py's; the shared extras (--strategy, 
 A run killed and started again with the same command resumes from its last checkpoint.
 """
 
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
 import os
 
 from absl import app
@@ -26,7 +29,7 @@ flags.DEFINE_integer("max_seq_length", 512,
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence.")
 flags.DEFINE_bool("do_train", True, "Whether to run training.")
-flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
 flags.DEFINE_integer("train_batch_size", 4096, "Total batch size for training.")
 flags.DEFINE_integer("eval_batch_size", 64, "Total batch size for eval.")
 flags.DEFINE_enum("optimizer", "lamb", ["adamw", "lamb"], "The optimizer for training.")
@@ -40,6 +43,9 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "How many checkpoints to keep.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 flags.DEFINE_bool("init_from_group0", False,
                   "Whether to initialize parameters of other groups from group 0")
+flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to unmasked "
+                   "ngrams: masks are drawn anew from token_boundary every time an instance is "
+                   "read (online masking). Default 0, for offline masking.")
 # Extra (not official).
 flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
 

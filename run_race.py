@@ -5,6 +5,9 @@
     --max_seq_length=512 --max_qa_length=128 --train_step=12000 --warmup_step=1000
 """
 
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
 from absl import app
 from absl import flags
 
@@ -22,7 +25,8 @@ flags.DEFINE_string("spm_model_file", None, "SentencePiece model (30k-clean.mode
 flags.DEFINE_string("output_dir", None, "Where checkpoints and results are written.")
 flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: official TF1 or ours.")
 flags.DEFINE_string("albert_hub_module_handle", None,
-                    "Official flag; TF1 hub modules are not supported (use --init_checkpoint).")
+                    "A local ALBERT TF-Hub module (official TF1 format, or export_savedmodel.py's "
+                    "output): config, weights and SentencePiece model come from it.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (uncased models).")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
 flags.DEFINE_integer("max_seq_length", 512, "Total sequence length after tokenization.")

@@ -17,6 +17,9 @@ metric, keeps the best F1 (eval_results.txt) and writes its predictions.json,
 nbest_predictions.json and (v2) null_odds.json.
 """
 
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
 from absl import app
 from absl import flags
 
@@ -38,7 +41,8 @@ flags.DEFINE_string("predict_feature_left_file", None, "What prediction post-pro
                     "besides the TFRecord (token maps): written if missing, else reused.")
 flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: official TF1 or ours.")
 flags.DEFINE_string("albert_hub_module_handle", None,
-                    "Official flag; TF1 hub modules are not supported (use --init_checkpoint).")
+                    "A local ALBERT TF-Hub module (official TF1 format, or export_savedmodel.py's "
+                    "output): config, weights and SentencePiece model come from it.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (uncased models).")
 flags.DEFINE_integer("max_seq_length", 384, "Total sequence length after tokenization.")
 flags.DEFINE_integer("doc_stride", 128, "Stride between passage windows (in pieces).")
@@ -67,8 +71,6 @@ flags.DEFINE_bool("version_2_with_negative", None, "SQuAD v2.0 (unanswerable que
                   "--train_file (else --predict_file) is a v2.0 file.")
 flags.DEFINE_float("null_score_diff_threshold", None, "v2: predict \"\" when the null odds reach "
                    "this; default (official): the best-F1 threshold on --predict_file.")
-flags.DEFINE_integer("seed", None, "Seed of weight initialisation and data shuffling (default: "
-                     "random).")
 common_flags.define_common_flags()
 common_flags.define_export_flags()
 
@@ -80,6 +82,14 @@ def main(_):
   squad_task.run_squad_from_flags(FLAGS)
 
 
-if __name__ == "__main__":
-  flags.mark_flags_as_required(["albert_config_file", "output_dir"])
+def run(version_2_with_negative=None):
+  """Parses the command line and runs; run_squad_v1.py / run_squad_v2.py fix the version."""
+  if version_2_with_negative is not None:
+    FLAGS.set_default("version_2_with_negative", version_2_with_negative)
+  # The official scripts require --spm_model_file too; ours says so in its own error.
+  flags.mark_flags_as_required(["output_dir"])  # config: --albert_config_file or a hub module
   app.run(run_main(main))
+
+
+if __name__ == "__main__":
+  run()

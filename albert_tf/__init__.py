@@ -5,7 +5,8 @@ Public API:
   AlbertEncoder       embeddings + shared transformer + pooler (tf_keras.Model)
   AlbertPretrainer    encoder + masked-LM + sentence-order heads (tf_keras.Model)
   load_tf1_checkpoint / save_tf1_checkpoint   official TF1 checkpoints, both ways
-  init_from_checkpoint                        TF1 official or our TF2 checkpoints
+  load_hf_checkpoint / save_hf_checkpoint     HF transformers ALBERT directories, both ways
+  init_from_checkpoint                        TF1 official, our TF2 checkpoints or HF directories
 """
 
 import importlib
@@ -21,7 +22,9 @@ _LAZY = {
     "AlbertEncoder": "albert_tf.networks.encoder",
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "init_from_checkpoint": "albert_tf.checkpoints",
+    "load_hf_checkpoint": "albert_tf.checkpoints",
     "load_tf1_checkpoint": "albert_tf.checkpoints",
+    "save_hf_checkpoint": "albert_tf.checkpoints",
     "save_tf1_checkpoint": "albert_tf.checkpoints",
 }
 

@@ -93,6 +93,9 @@ class AlbertConfig:
         text = f.read()
     except OSError as e:
       raise AlbertError(f"{json_file}: cannot read config ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+      raise AlbertError(f"{json_file}: not a UTF-8 text file (byte {e.start}); expected an "
+                        f"albert_config.json (was a checkpoint or model file given?)") from None
     try:
       obj = json.loads(text)
     except json.JSONDecodeError as e:

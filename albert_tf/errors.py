@@ -18,6 +18,8 @@ def run_main(main_fn):
   """
 
   def wrapped(argv):
+    from albert_tf import console  # pylint: disable=g-import-not-at-top
+    console.quiet_after_flags()
     try:
       return main_fn(argv)
     except AlbertError as e:

@@ -15,6 +15,8 @@ The public names mirror the official `tokenization.py`: `FullTokenizer`, `prepro
 import collections
 import unicodedata
 
+from absl import logging
+
 import sentencepiece as spm
 
 from albert_tf.errors import AlbertError
@@ -338,6 +340,25 @@ def _read_bytes(path, flag):
     raise AlbertError(f"cannot read {flag} {path}: {e.strerror}")
   except Exception as e:  # pylint: disable=broad-except  (tf.errors.OpError for remote paths)
     raise AlbertError(f"cannot read {flag} {path}: {type(e).__name__}")
+
+
+def check_vocabulary_fits(tokenizer, config):
+  """The tokenizer's vocabulary must fit the model's embedding table (config.vocab_size).
+
+  A larger vocabulary (e.g. another model's 30k-clean.model with a smaller config) yields ids past
+  the table; a smaller one works but leaves rows unused, which usually means a mismatch too.
+  Raises:
+    AlbertError: more pieces than config.vocab_size (both sizes named).
+  """
+  size = len(tokenizer.vocab)
+  source = tokenizer.spm_model_file or tokenizer.vocab_file
+  config_name = getattr(config, "source", None) or "the albert config"
+  if size > config.vocab_size:
+    raise AlbertError(f"{source}: vocabulary has {size} pieces but {config_name} has "
+                      f"vocab_size={config.vocab_size} (is this the model's own vocabulary?)")
+  if size < config.vocab_size:
+    logging.warning("%s: vocabulary has %d pieces, fewer than vocab_size=%d of %s (is this the "
+                    "model's own vocabulary?)", source, size, config.vocab_size, config_name)
 
 
 class FullTokenizer:

@@ -81,5 +81,5 @@ cat <<EOT
   pretraining eval       $OUT/pretrain/eval_results.txt
   sentence-pair task     $OUT/glue/MRPC/
   fine-tuned classifier  $OUT/classifier/          (eval_results.txt, test predictions)
-  SavedModel (serving)   $OUT/export/
+  SavedModel (serving)   $OUT/export/<version>/   (TF Serving: --model_base_path=$OUT/export)
 EOT

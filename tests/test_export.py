@@ -68,9 +68,11 @@ def exported(tmp_path_factory):
   _reseed(classifier, classifier.classifier_head, seed=0)
   _reseed(chooser, chooser.choice_head.scorer, seed=1)
   classifier.classifier_head.output_bias.assign([0.3, -0.2])
-  dirs = {"mrpc": str(root / "mrpc"), "race": str(root / "race"), "hub": str(root / "hub")}
-  export_classifier(classifier, dirs["mrpc"], ["0", "1"], SEQ, spm, True, "mrpc", True)
-  export_multiple_choice(chooser, dirs["race"], SEQ, 8, spm, True)
+  # Serving exports are TF Serving versions <base>/<version>/; the hub encoder is written in place.
+  dirs = {"mrpc": export_classifier(classifier, str(root / "mrpc"), ["0", "1"], SEQ, spm, True,
+                                    "mrpc", True),
+          "race": export_multiple_choice(chooser, str(root / "race"), SEQ, 8, spm, True),
+          "hub": str(root / "hub")}
   export_encoder(pretrainer, dirs["hub"], spm, do_lower_case=True)
   return dict(root=str(root), spm=spm, classifier=classifier, chooser=chooser,
               pretrainer=pretrainer, dirs=dirs)
@@ -222,6 +224,43 @@ def test_export_dir_safety(tmp_path):
   (other / "notes.txt").write_text("mine")
   with pytest.raises(AlbertError, match="not an albert_tf export; refusing to overwrite"):
     saved_model_writer.write_atomically(str(other), identity, write)
+
+
+def test_serving_exports_are_tf_serving_versions(tmp_path):
+  base = str(tmp_path / "model")
+  identity = {"kind": "albert_classifier", "task": "mrpc"}
+
+  def write(tmp_dir, marker="v1"):
+    os.makedirs(tmp_dir)
+    (open(os.path.join(tmp_dir, "saved_model.pb"), "w")).write(marker)
+
+  first = saved_model_writer.write_new_version(base, identity, write)
+  second = saved_model_writer.write_new_version(base, identity, lambda d: write(d, "v2"))
+  versions = saved_model_writer.export_versions(base)
+  # TF Serving's --model_base_path layout: numbered versions, the newest is the largest.
+  assert [p for _, p in versions] == [first, second] and versions[1][0] > versions[0][0]
+  assert sorted(os.listdir(base)) == sorted(str(v) for v, _ in versions)  # no temp dirs left
+  assert saved_model_writer.latest_export(base) == second
+  assert open(os.path.join(second, "saved_model.pb")).read() == "v2"
+  assert open(os.path.join(first, "saved_model.pb")).read() == "v1"  # served until replaced
+  with pytest.raises(AlbertError, match=r"already holds a different model \(task: existing "
+                                        r"\"mrpc\" vs new \"cola\"\)"):
+    saved_model_writer.write_new_version(base, dict(identity, task="cola"), write)
+  flat = tmp_path / "flat"
+  flat.mkdir()
+  (flat / "saved_model.pb").write_text("old layout")
+  with pytest.raises(AlbertError, match="holds a SavedModel directly; TF Serving expects "
+                                        "numbered versions"):
+    saved_model_writer.write_new_version(str(flat), identity, write)
+
+  def crash(tmp_dir):
+    write(tmp_dir, "v3")
+    raise RuntimeError("disk full")
+
+  with pytest.raises(RuntimeError):
+    saved_model_writer.write_new_version(base, identity, crash)
+  assert saved_model_writer.latest_export(base) == second
+  assert len(os.listdir(base)) == 2
 
 
 def test_trim_padding_keeps_outputs(exported):

@@ -119,9 +119,9 @@ def test_unknown_precision_is_a_one_line_error():
 
 def test_bf16_export_is_served_as_in_process(tmp_path):
   model = _classifier(seed=2)
-  export_dir = str(tmp_path / "bf16")
-  export_classifier(model, export_dir, ["a", "b", "c"], SEQ, None, True, "toy", True,
-                    precision="bf16")
+  export_base = str(tmp_path / "bf16")
+  export_dir = export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy",
+                                 True, precision="bf16")
   x = _inputs(batch=4, seed=5)
   token_inputs = {k: x[k].tolist() for k in ("input_ids", "input_mask", "segment_ids")}
   served = finetune.run_serving_client(
@@ -138,4 +138,4 @@ def test_bf16_export_is_served_as_in_process(tmp_path):
   # The precision is part of what the directory holds: a float32 export may not replace it
   # unnoticed.
   with pytest.raises(AlbertError, match=r"precision: existing \"bf16\" vs new \"fp32\""):
-    export_classifier(model, export_dir, ["a", "b", "c"], SEQ, None, True, "toy", True)
+    export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy", True)

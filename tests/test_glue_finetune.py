@@ -74,7 +74,10 @@ def test_predict_writes_glue_submission(mrpc_run):
 
 
 def test_export_dir_holds_the_task_model(mrpc_run):
-  export_dir = mrpc_run / "serving" / "mrpc"
+  versions = [p for p in os.listdir(mrpc_run / "serving" / "mrpc") if p.isdigit()]
+  assert len(versions) == 1  # TF Serving: <base>/<version>/
+  assert (mrpc_run / "serving" / "mrpc" / "albert_model.tflite").exists()
+  export_dir = mrpc_run / "serving" / "mrpc" / versions[0]
   assert (export_dir / "saved_model.pb").exists()
   assert (export_dir / "core_ops" / "saved_model.pb").exists()
   info = json.loads((export_dir / "assets.extra" / "albert_export.json").read_text())

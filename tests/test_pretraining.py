@@ -36,7 +36,7 @@ def _flags(config, data, output_dir, **overrides):
       save_checkpoints_steps=400, keep_checkpoint_max=2, iterations_per_loop=100,
       max_eval_steps=4, init_from_group0=False, shuffle_seed=1, strategy="default",
       precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
-      log_every_n_steps=20, deterministic=False, use_tpu=False)
+      log_every_n_steps=20, deterministic=False, use_tpu=False, masked_lm_budget=0.0)
   values.update(overrides)
   return types.SimpleNamespace(**values)
 

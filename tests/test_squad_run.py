@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import tokenization
+from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad as squad_data
 from albert_tf.models.squad import AlbertSquadModel
@@ -106,13 +107,20 @@ def test_v1_overfits_to_exact_match_100(assets, tmp_path):
   assert mtimes == {p: os.path.getmtime(os.path.join(out, p)) for p in cached}
   # --export_dir alone exports the best checkpoint; the SavedModel computes what the model does.
   export_dir = str(tmp_path / "export")
-  assert _run(assets, out, export_dir=export_dir)["export_dir"] == export_dir
-  serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+  version_dir = _run(assets, out, export_dir=export_dir)["export_dir"]
+  # The official run_squad_v1 layout: <export_dir>/saved_model/<version>/.
+  assert os.path.dirname(version_dir) == os.path.join(export_dir, "saved_model")
+  assert os.path.basename(version_dir).isdigit()
+  serve = tf.saved_model.load(version_dir).signatures["serving_default"]
   batch = next(iter(squad_data.feature_dataset(
       os.path.join(out, "squad_v1_predict.tf_record"), 128, False, 4, False)))
   model = AlbertSquadModel(AlbertConfig.from_json_file(assets["config"]))
   model(batch)
-  tf.train.Checkpoint(model=model).restore(again["best_checkpoint"]).expect_partial()
+  # The export is the official model.ckpt-best (TF1 layout, best F1 of the labelled sweep).
+  assert again["best_checkpoint"] == os.path.join(out, "model.ckpt-best")
+  reader = tf.train.load_checkpoint(os.path.join(out, "model.ckpt-best"))
+  assert reader.has_tensor("cls/squad/output_weights") and reader.has_tensor("global_step")
+  restore_model_weights(model, os.path.join(out, "model.ckpt-best"))
   expected = model(batch, training=False)
   served = serve(input_ids=batch["input_ids"], input_mask=batch["input_mask"],
                  segment_ids=batch["segment_ids"])

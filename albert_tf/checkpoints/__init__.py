@@ -1,5 +1,8 @@
-"""Checkpoint conversion: official TF1 layout <-> Keras model, and initialisation."""
+"""Checkpoint conversion: official TF1 layout and HF transformers directories <-> Keras model,
+and initialisation."""
 
+from albert_tf.checkpoints.hf import (config_from_hf, is_hf_directory, load_hf_checkpoint,
+                                      save_hf_checkpoint)
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_tf2_checkpoint
 from albert_tf.checkpoints.tf1 import (LoadReport, is_tf2_checkpoint, load_tf1_checkpoint,
                                        resolve_checkpoint_path, save_tf1_checkpoint)

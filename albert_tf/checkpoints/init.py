@@ -1,8 +1,11 @@
 """Initialising a model from any ALBERT checkpoint: official TF1 or ours (TF2 object-based)."""
 
+import re
+
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints import tf1_names
 from albert_tf.errors import AlbertError
@@ -31,24 +34,98 @@ def restore_tf2_checkpoint(model, path):
 
 
 def init_from_checkpoint(model, path, init_from_group0=False):
-  """Loads `path` (TF1 official or TF2 ours; prefix or directory) into a freshly built model.
+  """Loads `path` into a freshly built model: the encoder must load, heads load when present.
 
+  `path`: an official TF1 checkpoint or one of ours (prefix or directory), an HF transformers
+  directory, or a TF-Hub module directory (official TF1 format or export_savedmodel.py's).
   Returns:
-    A LoadReport for TF1 checkpoints, None for TF2 ones (which fail loudly when incomplete).
+    A LoadReport, or None for our TF2 checkpoints (which fail loudly when incomplete).
   Raises:
     AlbertError: no checkpoint at path; encoder variables missing; shapes differ.
   """
-  path = tf1.resolve_checkpoint_path(path)
-  if tf1.is_tf2_checkpoint(path):
-    if init_from_group0:
-      raise AlbertError(f"{path}: --init_from_group0 applies to TF1 (official) checkpoints only")
+  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
+  is_module = model_source.is_saved_model_directory(path)
+  is_hf = not is_module and hf.is_hf_directory(path)
+  if not (is_module or is_hf):
+    path = tf1.resolve_checkpoint_path(path)
+  is_tf2 = not (is_module or is_hf) and tf1.is_tf2_checkpoint(path)
+  if init_from_group0 and (is_module or is_hf or is_tf2):
+    raise AlbertError(f"{path}: --init_from_group0 applies to TF1 (official) checkpoints only")
+  if is_tf2:
     restore_tf2_checkpoint(model, path)
     logging.info("Initialised %s from %s (TF2 checkpoint)", model.name, path)
     return None
-  report = tf1.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
+  if is_module:
+    from albert_tf.checkpoints import hub_module  # pylint: disable=g-import-not-at-top
+    report = hub_module.load_hub_module_weights(model, path)  # refuses a partial encoder itself
+  elif is_hf:
+    report = hf.load_hf_checkpoint(model, path)
+  else:
+    report = tf1.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
   missing_encoder = [n for n in report.missing if n.startswith("bert/")]
   if missing_encoder:
     raise AlbertError(f"{path}: checkpoint lacks {len(missing_encoder)} encoder variables, e.g. "
                       f"{missing_encoder[0]} (does albert_config match the checkpoint?)")
   logging.info("%s", report)
   return report
+
+
+def checkpoint_global_step(path):
+  """The `global_step` a checkpoint records (TF1 `global_step`, or ours), else None."""
+  reader = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path))
+  for key in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  return None
+
+
+def restore_model_weights(model, path):
+  """Loads *every* weight of `model` (encoder and task head) from a checkpoint of that model.
+
+  For evaluation, prediction and export: the checkpoint must be a fine-tuned checkpoint of this
+  very task, either ours (the trainer's `ckpt-N`) or official TF1 (`model.ckpt-N`,
+  `model.ckpt-best` as the official run_classifier / run_race / run_squad write them: `bert/...`
+  plus the head, e.g. `output_weights`, `output_bias`). A checkpoint that lacks any variable the
+  model needs is an error naming it: nothing is left at its random initial value.
+
+  Returns:
+    the checkpoint's global step (None when it records none).
+  Raises:
+    AlbertError: no checkpoint at path; a variable missing; a shape differs.
+  """
+  path = tf1.resolve_checkpoint_path(path)
+  if tf1.is_tf2_checkpoint(path):
+    status = tf.train.Checkpoint(model=model).read(path)
+    try:
+      status.assert_existing_objects_matched()
+    except AssertionError as e:
+      status.expect_partial()
+      raise AlbertError(f"{path}: checkpoint lacks weights of this model, e.g. "
+                        f"{_first_unmatched(e)} (a pretraining checkpoint, or another task's?)"
+                        ) from None
+    status.expect_partial()  # The optimizer state in the file is meant to stay unread.
+    return checkpoint_global_step(path)
+  unnamed = tf1_names.unnamed_variables(model)
+  if unnamed:
+    raise AlbertError(f"{path}: a TF1 checkpoint cannot fill {unnamed[0].name} of "
+                      f"{type(model).__name__} (no official name)")
+  report = tf1.load_tf1_checkpoint(model, path)
+  if report.missing:
+    raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this model, "
+                      f"e.g. {report.missing[0]} (a pretraining checkpoint, or another task's?)")
+  extra = [n for n in report.unexpected if n.startswith(("bert/", tf1.HUB_SCOPE + "bert/"))]
+  if extra:
+    raise AlbertError(f"{path}: checkpoint holds encoder variable {extra[0]} that the config has "
+                      f"no place for (does albert_config match the checkpoint?)")
+  logging.info("%s", report)
+  return checkpoint_global_step(path)
+
+
+def _first_unmatched(error):
+  """The first variable named in a tf.train.Checkpoint assertion message."""
+  match = re.search(r"<tf\.Variable '([^':]+)", str(error))
+  if match:
+    return match.group(1)
+  text = str(error).strip()
+  return text.splitlines()[0][:120] if text else type(error).__name__
+

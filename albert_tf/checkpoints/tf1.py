@@ -12,6 +12,8 @@ from albert_tf.checkpoints import tf1_names
 from albert_tf.errors import AlbertError
 
 _GROUP_RE = re.compile(r"^(bert/encoder/transformer/)group_\d+/")
+# The variable scope of a hub.Module in a TF1 graph (official --albert_hub_module_handle runs).
+HUB_SCOPE = "module/"
 
 
 @dataclasses.dataclass
@@ -80,6 +82,9 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
   assignments = []
   for name, variable in model_vars.items():
     source = _GROUP_RE.sub(r"\1group_0/", name) if init_from_group0 else name
+    if source not in shapes and HUB_SCOPE + source in shapes:
+      # Fine-tuned from a TF-Hub module: the official graph held the encoder under `module/`.
+      source = HUB_SCOPE + source
     if source not in shapes:
       missing.append(name)
       continue
@@ -99,7 +104,7 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
                     unexpected=unexpected)
 
 
-def save_tf1_checkpoint(model, path, global_step=None):
+def save_tf1_checkpoint(model, path, global_step=None, update_state=True):
   """Writes the model in the official TF1 layout (names as `bert/...`, `cls/...`).
 
   Any tool that reads official checkpoints (tf.train.load_checkpoint, TF1
@@ -109,6 +114,8 @@ def save_tf1_checkpoint(model, path, global_step=None):
     model: AlbertEncoder, AlbertPretrainer or a model with `.encoder`.
     path: the checkpoint prefix to write, e.g. `out/model.ckpt`.
     global_step: optional int written as `global_step` (int64), as official checkpoints have.
+    update_state: point the directory's `checkpoint` file at it (False for `model.ckpt-best`
+      written beside a training run's checkpoints, whose resume must not jump to it).
   Returns:
     The prefix written.
   """
@@ -123,6 +130,7 @@ def save_tf1_checkpoint(model, path, global_step=None):
     tensors.append(tf.constant(np.int64(global_step)))
   tf.raw_ops.SaveV2(prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=tensors)
-  # The `checkpoint` state file, so the directory works with tf.train.latest_checkpoint.
-  tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(path))
+  if update_state:
+    # The `checkpoint` state file, so the directory works with tf.train.latest_checkpoint.
+    tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(path))
   return path

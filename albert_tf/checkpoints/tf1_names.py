@@ -86,3 +86,9 @@ def model_variable_map(model):
   names = encoder_variable_map(encoder_of(model))
   names.update(head_variable_map(model))
   return names
+
+
+def unnamed_variables(model):
+  """The model's variables that have no official name (a TF1 checkpoint cannot fill them)."""
+  named = {id(v) for v in model_variable_map(model).values()}
+  return [v for v in model.variables if id(v) not in named]

@@ -298,6 +298,16 @@ def create_masked_lm_predictions(input_ids, special_positions, options, vocab, r
     (output_ids, masked_lm_positions sorted, masked_lm_ids (original ids), token_boundary).
   """
   token_boundary = list(map(vocab.is_start.__getitem__, input_ids))
+  return mask_words(input_ids, token_boundary, special_positions, options, vocab, rng, stats)
+
+
+def mask_words(input_ids, token_boundary, special_positions, options, vocab, rng, stats=None):
+  """`create_masked_lm_predictions` with the word starts given (token_boundary, 1 = a word
+  starts here), as online masking reads them from the records (--masked_lm_budget).
+
+  vocab: only mask_id and random_ids are used.
+  """
+  token_boundary = list(token_boundary)
   # Candidate positions in order (all but [CLS]/[SEP]); with whole-word masking a word runs from
   # a start piece to the next one (a continuation right after [SEP] joins the previous word, as
   # in the official code).

@@ -1,9 +1,13 @@
-"""RACE reader: `<data_dir>/RACE/{train,dev,test}/{middle,high}/*.txt` -> `RaceExample`s.
+"""RACE reader: `<data_dir>/RACE/{train,dev,test}/{middle,high}/all.txt` -> `RaceExample`s.
 
-Each file holds one passage as JSON: {"id", "article", "questions": [...], "options": [[4 str]...],
-"answers": ["A".."D" ...]}. As in the official `race_utils`, every question becomes one example
-with four "question + option" strings (a "_" blank in the question is filled with the option).
-Files are read in sorted order (the official `os.listdir` order is filesystem-dependent).
+The official reader reads `all.txt` in each level directory: one passage JSON per line
+{"id", "article", "questions": [...], "options": [[4 str]...], "answers": ["A".."D" ...]}, which
+users make by concatenating the per-passage files of the RACE download (`1.txt`, `2.txt`, ...,
+one JSON each) that stay in the same folder. So where `all.txt` exists it is the only file read
+(reading the per-passage files too would count every question twice). Without it (the download
+as it comes), the per-passage `*.txt` files are read in sorted order instead, with a note.
+As in the official `race_utils`, every question becomes one example with four
+"question + option" strings (a "_" blank in the question is filled with the option).
 """
 
 import dataclasses
@@ -12,8 +16,11 @@ import json
 import os
 from typing import Callable, List, Optional
 
+from absl import logging
+
 from albert_tf.errors import AlbertError
 
+ALL_FILE = "all.txt"
 LEVELS = ("middle", "high")
 NUM_CHOICES = 4
 LABELS = ("A", "B", "C", "D")
@@ -53,28 +60,39 @@ def read_examples(data_dir, split, high_only=False, middle_only=False,
     level_dir = os.path.join(split_dir, level)
     if not os.path.isdir(level_dir):
       raise AlbertError(f"{level_dir}: directory not found (expected the RACE layout "
-                        f"<data_dir>/RACE/<split>/<middle|high>/*.txt)")
-    for file_name in sorted(os.listdir(level_dir)):
-      if not file_name.endswith(".txt"):
-        continue
-      path = os.path.join(level_dir, file_name)
+                        f"<data_dir>/RACE/<split>/<middle|high>/all.txt)")
+    for path in level_files(level_dir):
       examples.extend(_read_file(path, level, process_text))
   if not examples:
     raise AlbertError(f"{split_dir}: no RACE questions found in the {split} split")
   return examples
 
 
+def level_files(level_dir):
+  """The files one level directory contributes: `all.txt` (official), else every `*.txt`."""
+  all_file = os.path.join(level_dir, ALL_FILE)
+  if os.path.isfile(all_file):
+    return [all_file]
+  files = [os.path.join(level_dir, name) for name in sorted(os.listdir(level_dir))
+           if name.endswith(".txt")]
+  if files:
+    logging.warning("%s has no %s (what the official reader reads): reading its %d per-passage "
+                    "files instead", level_dir, ALL_FILE, len(files))
+  return files
+
+
 def tree_fingerprint(data_dir, split):
-  """sha1 over (relative path, size, mtime) of a split's files: cheap cache identity."""
+  """sha1 over (relative path, size, mtime) of the files a split reads: cheap cache identity."""
   digest = hashlib.sha1()
   split_dir = os.path.join(data_dir, "RACE", split)
   for level in LEVELS:
     level_dir = os.path.join(split_dir, level)
     if not os.path.isdir(level_dir):
       continue
-    for file_name in sorted(os.listdir(level_dir)):
-      stat = os.stat(os.path.join(level_dir, file_name))
-      digest.update(f"{level}/{file_name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    for path in level_files(level_dir):
+      stat = os.stat(path)
+      name = os.path.basename(path)
+      digest.update(f"{level}/{name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
   return digest.hexdigest()
 
 

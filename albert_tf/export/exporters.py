@@ -19,8 +19,9 @@ def _assets(model, spm_model_file):
 
 
 def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_file=None,
-                      do_lower_case=True, task_name=None, text_pair=True, precision="fp32"):
-  """Writes an AlbertClassifier as a TF Serving SavedModel (atomically; see serving.py).
+                      do_lower_case=True, task_name=None, text_pair=True, precision="fp32",
+                      threshold=None):
+  """Writes an AlbertClassifier as a new TF Serving version `<export_dir>/<version>/`.
 
   Args:
     model: AlbertClassifier with its fine-tuned weights.
@@ -30,13 +31,14 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
       models) only the token-id and tf.Example signatures are written.
     text_pair: raw-text signature takes text_a and text_b (else text_a only).
     precision: compute precision of the export, "fp32" or "bf16" (see export/precision.py).
+    threshold: the official --threshold_to_export: returned as `threshold` by every signature.
   Returns:
-    the absolute export directory.
+    the absolute path of the version directory written.
   """
   text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
   model = serving_copy(model, precision)
   module = serving.ClassifierServing(model, label_list, max_seq_length, text_tokenizer,
-                                     text_pair=text_pair)
+                                     text_pair=text_pair, threshold=threshold)
   identity = serving.model_identity(
       "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
       labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case),
@@ -47,7 +49,7 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
 
 def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
                            spm_model_file=None, do_lower_case=True, precision="fp32"):
-  """Writes an AlbertMultipleChoice (RACE) as a TF Serving SavedModel.
+  """Writes an AlbertMultipleChoice (RACE) as a new TF Serving version `<export_dir>/<version>/`.
 
   Raw-text signature inputs: article [batch], question [batch], options [batch, 4].
   precision: "fp32" or "bf16", as for `export_classifier`.

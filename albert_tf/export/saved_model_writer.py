@@ -1,15 +1,21 @@
-"""Writing SavedModels safely: atomic replace, and never over a different model.
+"""Writing SavedModels safely: atomic writes, and never over or beside a different model.
 
-An export directory holds `assets.extra/albert_export.json` describing what model it is (kind,
-task, labels, architecture, vocabulary, sequence length). Exporting again into a directory
-that holds the *same* model (e.g. newer weights of the same fine-tuning) replaces it; a
-directory holding anything else is refused with a one-line AlbertError.
+An export holds `assets.extra/albert_export.json` describing what model it is (kind, task,
+labels, architecture, vocabulary, sequence length).
+
+Serving exports (`--export_dir` of the run_* scripts) use TF Serving's layout, as the official
+Estimator export did: `--export_dir` is the model's base path and every export is a new numbered
+version `<export_dir>/<version>/saved_model.pb` (version = seconds since the epoch, above any
+existing one), which a running TF Serving picks up. A base path whose versions hold a different
+model is refused with a one-line AlbertError. The TF-Hub style encoder export is a single
+SavedModel written in place (`write_atomically`).
 """
 
 import hashlib
 import json
 import os
 import shutil
+import time
 
 from absl import logging
 
@@ -84,10 +90,7 @@ def write_atomically(export_dir, identity, write_fn):
   shutil.rmtree(tmp_dir, ignore_errors=True)
   try:
     write_fn(tmp_dir)
-    info_path = os.path.join(tmp_dir, EXPORT_INFO)
-    os.makedirs(os.path.dirname(info_path), exist_ok=True)
-    with open(info_path, "w", encoding="utf-8") as f:
-      json.dump(identity, f, indent=2, sort_keys=True)
+    _write_export_info(tmp_dir, identity)
     if os.path.exists(export_dir):
       os.replace(export_dir, old_dir)
     os.replace(tmp_dir, export_dir)
@@ -96,3 +99,61 @@ def write_atomically(export_dir, identity, write_fn):
     shutil.rmtree(old_dir, ignore_errors=True)
   logging.info("Exported SavedModel to %s", export_dir)
   return export_dir
+
+
+def export_versions(export_base):
+  """[(version, path)] of the numbered version directories under a serving base path."""
+  if not os.path.isdir(export_base):
+    return []
+  return sorted((int(name), os.path.join(export_base, name)) for name in os.listdir(export_base)
+                if name.isdigit() and os.path.isdir(os.path.join(export_base, name)))
+
+
+def latest_export(path):
+  """`path` itself if it is a SavedModel, else its newest version directory, else None."""
+  if os.path.exists(os.path.join(path, "saved_model.pb")):
+    return path
+  versions = export_versions(path)
+  return versions[-1][1] if versions else None
+
+
+def write_new_version(export_base, identity, write_fn):
+  """Calls write_fn(tmp_dir), then renames it to `<export_base>/<version>`; returns that path.
+
+  TF Serving (`--model_base_path=<export_base>`) sees only whole versions: the version is
+  written under a non-numeric temporary name first.
+  Raises:
+    AlbertError: export_base is a file, holds a SavedModel directly (not TF Serving's layout),
+      or its newest version is a different model (or not an albert_tf export).
+  """
+  export_base = os.path.abspath(export_base.rstrip("/\\"))
+  if os.path.exists(export_base) and not os.path.isdir(export_base):
+    raise AlbertError(f"export directory {export_base} is a file, expected a directory")
+  if os.path.exists(os.path.join(export_base, "saved_model.pb")):
+    raise AlbertError(f"export directory {export_base} holds a SavedModel directly; TF Serving "
+                      f"expects numbered versions (<dir>/<version>/saved_model.pb): choose a new "
+                      f"directory")
+  versions = export_versions(export_base)
+  if versions:
+    check_export_dir(versions[-1][1], identity)
+  version = max(int(time.time()), versions[-1][0] + 1 if versions else 0)
+  os.makedirs(export_base, exist_ok=True)
+  target = os.path.join(export_base, str(version))
+  tmp_dir = os.path.join(export_base, f".tmp-{version}-{os.getpid()}")
+  shutil.rmtree(tmp_dir, ignore_errors=True)
+  try:
+    write_fn(tmp_dir)
+    _write_export_info(tmp_dir, identity)
+    os.replace(tmp_dir, target)
+  finally:
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+  logging.info("Exported SavedModel version %d to %s", version, target)
+  return target
+
+
+def _write_export_info(directory, identity):
+  info_path = os.path.join(directory, EXPORT_INFO)
+  os.makedirs(os.path.dirname(info_path), exist_ok=True)
+  with open(info_path, "w", encoding="utf-8") as f:
+    json.dump(identity, f, indent=2, sort_keys=True)
+

@@ -12,9 +12,13 @@ Loading a SavedModel registers every function in it, so a process without tensor
 load the full export even to call `token_ids`. The export therefore also holds `core_ops/`: the
 same weights with only the token_ids and tf_example signatures, loadable by plain TensorFlow.
 
-Outputs (classification): probabilities float32 [batch, num_labels], label_id int32 [batch],
-label string [batch] (the task's label names). Regression (STS-B): score float32 [batch].
-Multiple choice: probabilities float32 [batch, 4], label_id int32, label string ("A".."D").
+Outputs (classification): probabilities float32 [batch, num_labels], predictions int32 [batch]
+(the official export's two outputs: the class index), label_id int32 [batch] (the same index),
+label string [batch] (the task's label names). Regression (STS-B): score float32 [batch],
+predictions float32 [batch] (the score, as the official), probabilities float32 [batch, 1].
+Multiple choice: probabilities float32 [batch, 4], predictions / label_id int32, label string
+("A".."D"). With the official --threshold_to_export, every signature also returns `threshold`
+(float32 scalar), as the official export attached it to its outputs.
 """
 
 import os
@@ -23,7 +27,7 @@ import shutil
 import tensorflow as tf
 
 from albert_tf.export import packing
-from albert_tf.export.saved_model_writer import file_sha1, write_atomically
+from albert_tf.export.saved_model_writer import file_sha1, write_new_version
 
 CORE_OPS_SUBDIR = "core_ops"
 SPM_ASSET_NAME = "30k-clean.model"
@@ -52,7 +56,7 @@ def trim_padding(features):
 class _ServingBase(tf.Module):
   """Holds the model and the label names; subclasses define the signatures."""
 
-  def __init__(self, model, label_names, name=None):
+  def __init__(self, model, label_names, name=None, threshold=None):
     super().__init__(name=name)
     # Track the weights, not the Keras model: saving a Keras model also traces and stores every
     # layer's call functions (slow, and unused by serving). The model is reached via a closure.
@@ -60,15 +64,21 @@ class _ServingBase(tf.Module):
     self._run_model = lambda features: model(features, training=False)
     self._is_regression = bool(getattr(model, "is_regression", False))
     self._label_names = tf.constant(list(label_names) if label_names else [""], tf.string)
+    self._threshold = None if threshold is None else float(threshold)
 
   def _classify(self, features):
     outputs = self._run_model(trim_padding(features))
     probabilities = tf.cast(outputs["probabilities"], tf.float32)
     if self._is_regression:
-      return {"score": probabilities[:, 0]}
-    label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-    return {"probabilities": probabilities, "label_id": label_id,
-            "label": tf.gather(self._label_names, label_id)}
+      result = {"score": probabilities[:, 0], "predictions": probabilities[:, 0],
+                "probabilities": probabilities}
+    else:
+      label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+      result = {"probabilities": probabilities, "predictions": label_id, "label_id": label_id,
+                "label": tf.gather(self._label_names, label_id)}
+    if self._threshold is not None:
+      result["threshold"] = tf.constant(self._threshold, tf.float32)
+    return result
 
 
 class ClassifierServing(_ServingBase):
@@ -78,8 +88,9 @@ class ClassifierServing(_ServingBase):
     with the same max_seq_length (preprocessing, SentencePiece and official packing).
   """
 
-  def __init__(self, model, label_names, max_seq_length, text_tokenizer=None, text_pair=True):
-    super().__init__(model, label_names)
+  def __init__(self, model, label_names, max_seq_length, text_tokenizer=None, text_pair=True,
+               threshold=None):
+    super().__init__(model, label_names, threshold=threshold)
     self.max_seq_length = max_seq_length
     self.text_tokenizer = text_tokenizer
     self.text_pair = text_pair
@@ -195,7 +206,8 @@ def _save(module, path, signatures, assets):
 
 
 def write_serving_savedmodel(module, export_dir, identity, assets=()):
-  """Writes export_dir (all signatures) and export_dir/core_ops (no tensorflow-text) atomically.
+  """Writes a new version `<export_dir>/<version>/` (all signatures, and `core_ops/` without
+  tensorflow-text) atomically; returns the version directory.
 
   assets: files copied into the SavedModel's assets/ (SentencePiece model, albert_config.json).
   """
@@ -217,7 +229,7 @@ def write_serving_savedmodel(module, export_dir, identity, assets=()):
             staged)
     finally:
       shutil.rmtree(staging, ignore_errors=True)
-  return write_atomically(export_dir, identity, write)
+  return write_new_version(export_dir, identity, write)
 
 
 class _CoreOpsModule(tf.Module):

@@ -5,6 +5,7 @@ import math
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers import dropout as dropout_lib
 from albert_tf.layers import initializers
 
 
@@ -33,6 +34,9 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     mask_adder: [batch, 1, 1, seq_len] from `attention_mask_adder`.
     first_token_only: attend from the first position only (keys and values still cover every
       position). Exact for that row; used in the last layer when only the pooled output is needed.
+    dropout_seeds: optional int32 [2, 2], the seeds of the probabilities' and the output's
+      dropout masks (stateless, so a recomputation drops the same units); None uses the Keras
+      dropout layers.
   Returns:
     [batch, seq_len, hidden], or [batch, 1, hidden] with first_token_only.
   """
@@ -75,7 +79,8 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     x = tf.reshape(x, [batch, seq_len, self.num_attention_heads, self.head_size])
     return tf.transpose(x, [0, 2, 1, 3])
 
-  def call(self, hidden_states, mask_adder, training=None, first_token_only=False):
+  def call(self, hidden_states, mask_adder, training=None, first_token_only=False,
+           dropout_seeds=None):
     # Batch and length come from the mask, which every layer shares: their shape ops are then one
     # common subexpression for the whole stack instead of one set per layer.
     mask_shape = tf.shape(mask_adder)
@@ -95,10 +100,19 @@ class AlbertAttentionBlock(tf_keras.layers.Layer):
     v = self._split_heads(self.value(flat), batch, seq_len)
     scores = tf.matmul(q, k, transpose_b=True) + tf.cast(mask_adder, q.dtype)  # [B, N, Q, S]
     probs = tf.nn.softmax(scores, axis=-1)
-    probs = self.probs_dropout(probs, training=training)
+    if dropout_seeds is not None and training:
+      probs = dropout_lib.seeded_dropout(probs, self.attention_probs_dropout_prob,
+                                         dropout_seeds[0])
+    else:
+      probs = self.probs_dropout(probs, training=training)
     context = tf.matmul(probs, v)  # [B, N, Q, D]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])
-    attention_output = self.output_dropout(self.output_dense(context), training=training)
+    attention_output = self.output_dense(context)
+    if dropout_seeds is not None and training:
+      attention_output = dropout_lib.seeded_dropout(attention_output, self.hidden_dropout_prob,
+                                                    dropout_seeds[1])
+    else:
+      attention_output = self.output_dropout(attention_output, training=training)
     output = self.layer_norm(attention_output + queries_flat)
     return tf.reshape(output, [batch, query_len, self.hidden_size])
 

@@ -4,6 +4,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.layers import activations
+from albert_tf.layers import dropout as dropout_lib
 from albert_tf.layers import initializers
 
 
@@ -16,6 +17,8 @@ class AlbertFeedForwardBlock(tf_keras.layers.Layer):
 
   Call args:
     hidden_states: [batch, seq_len, hidden].
+    dropout_seed: optional int32 [2], the seed of the output dropout mask (stateless, so a
+      recomputation drops the same units); None uses the Keras dropout layer.
   Returns:
     [batch, seq_len, hidden].
   """
@@ -44,12 +47,15 @@ class AlbertFeedForwardBlock(tf_keras.layers.Layer):
     self.layer_norm.build([None, self.hidden_size])
     super().build(input_shape)
 
-  def call(self, hidden_states, training=None):
+  def call(self, hidden_states, training=None, dropout_seed=None):
     # 2-D [batch * seq_len, hidden] for the dense layers, so that grappler can fuse MatMul,
     # BiasAdd and the activation on oneDNN CPUs (a rank-3 Dense is a tensordot).
     flat = tf.reshape(hidden_states, [-1, self.hidden_size])
     ffn_output = self.output_dense(self.intermediate(flat))
-    ffn_output = self.output_dropout(ffn_output, training=training)
+    if dropout_seed is not None and training:
+      ffn_output = dropout_lib.seeded_dropout(ffn_output, self.hidden_dropout_prob, dropout_seed)
+    else:
+      ffn_output = self.output_dropout(ffn_output, training=training)
     output = self.layer_norm(ffn_output + flat)
     return tf.reshape(output, tf.shape(hidden_states))
 

@@ -41,7 +41,16 @@ def read_pairs(path, limit):
 
 
 def query(export_dir, texts_a, texts_b):
-  """Calls serving_default; returns its outputs as numpy arrays."""
+  """Calls serving_default; returns its outputs as numpy arrays.
+
+  export_dir: a SavedModel, or a TF Serving base path (its newest version is queried).
+  """
+  from albert_tf.export.saved_model_writer import latest_export  # pylint: disable=g-import-not-at-top
+  path = latest_export(export_dir)
+  if path is None:
+    raise AlbertError(f"{export_dir}: no SavedModel (saved_model.pb) and no numbered version "
+                      f"directory in it")
+  export_dir = path
   try:
     loaded = tf.saved_model.load(export_dir)
   except (OSError, IOError) as e:

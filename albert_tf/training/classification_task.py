@@ -54,6 +54,13 @@ class FineTuningData:
       self._tokenizer = make_tokenizer(self.spm_model_file, self.vocab_file, self.do_lower_case)
     return self._tokenizer
 
+  def check_vocabulary(self, config):
+    """Refuses a vocabulary larger than the model's (checked up front: cached features skip
+    the tokenizer)."""
+    if self.spm_model_file or self.vocab_file:
+      from albert_tf.tokenization import check_vocabulary_fits  # pylint: disable=g-import-not-at-top
+      check_vocabulary_fits(self.tokenizer, config)
+
   @property
   def process_text(self):
     # The official processors run preprocess_text here because the official FullTokenizer does
@@ -115,6 +122,7 @@ class ClassificationTask(Task, FineTuningData):
                             vocab_file, do_lower_case, tokenizer)
     self.name = f"glue/{self.spec.name}"
     self.albert_config = albert_config
+    self.check_vocabulary(albert_config)
     self.init_checkpoint = init_checkpoint
     self.dropout_rate = dropout_rate
 
@@ -184,7 +192,10 @@ class ClassificationTask(Task, FineTuningData):
     weights = labels.get("is_real_example")
     for metric in metrics:
       if self.is_regression:
-        metric.update_state(labels["label_ids"], outputs["logits"][:, 0], sample_weight=weights)
+        # [batch, 1] both: Keras' MSE averages over the last axis, so [batch] values would
+        # collapse to one number per batch (and no longer line up with the [batch] weights).
+        metric.update_state(tf.cast(labels["label_ids"], tf.float32)[:, None],
+                            outputs["logits"][:, :1], sample_weight=weights)
       else:
         metric.update_state(labels["label_ids"], outputs["logits"], sample_weight=weights)
 

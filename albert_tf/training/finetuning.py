@@ -8,6 +8,7 @@ The scripts only turn flags into a Task and a `FineTuningRun`.
 import dataclasses
 import glob
 import json
+import math
 import os
 import re
 import time
@@ -37,6 +38,7 @@ class FineTuningRun:
   predict_batch_size: int = 8
   export_dir: Optional[str] = None
   best_metric: str = "eval_accuracy"
+  tflite_quantize: str = "none"  # the albert_model.tflite written beside the SavedModel versions
 
 
 def list_checkpoints(output_dir):
@@ -48,6 +50,20 @@ def list_checkpoints(output_dir):
     if match:
       found[int(match.group(1))] = prefix
   return sorted(found.items())
+
+
+def checkpoints_to_evaluate(output_dir):
+  """[(step, prefix)]: every numbered checkpoint, or else an official run's lone model.ckpt-best.
+
+  (The official scripts delete the checkpoints that lost, so a finished official output_dir may
+  hold only `model.ckpt-best`.)
+  """
+  checkpoints = list_checkpoints(output_dir)
+  best = os.path.join(output_dir, BEST_CHECKPOINT)
+  if not checkpoints and tf.io.gfile.exists(best + ".index"):
+    from albert_tf.checkpoints.init import checkpoint_global_step  # pylint: disable=g-import-not-at-top
+    checkpoints = [(checkpoint_global_step(best) or 0, best)]
+  return checkpoints
 
 
 def _format_value(value):
@@ -64,7 +80,7 @@ def evaluate_all_checkpoints(trainer, run, results_path):
   results. best_trial.txt is the official `<step>:<best step>:<best value>` line.
   Returns (best_checkpoint_prefix, best_result_dict, [results]).
   """
-  checkpoints = list_checkpoints(run.output_dir)
+  checkpoints = checkpoints_to_evaluate(run.output_dir)
   if not checkpoints:
     raise AlbertError(f"--do_eval: no checkpoint in --output_dir={run.output_dir} (train first "
                       f"with --do_train, or point --output_dir at a fine-tuned model)")
@@ -77,7 +93,7 @@ def evaluate_all_checkpoints(trainer, run, results_path):
     if run.best_metric not in result:
       raise AlbertError(f"evaluation of {prefix} gave no {run.best_metric!r} (got "
                         f"{', '.join(sorted(result))})")
-    logging.info("Eval of %s (%.1fs): %s", prefix, time.time() - start,
+    logging.debug("Eval of %s (%.1fs): %s", prefix, time.time() - start,
                  ", ".join(f"{k}={_format_value(v)}" for k, v in sorted(result.items())))
     for key in sorted(result):
       lines.append(f"{key} = {_format_value(result[key])}")
@@ -86,6 +102,7 @@ def evaluate_all_checkpoints(trainer, run, results_path):
       best_value, best_step, best_path, best_result = result[run.best_metric], step, prefix, result
     lines.append("=" * 50)
     all_results.append(result)
+  write_best_checkpoint(trainer.model, best_path, run.output_dir, best_step)
   lines.append(f"best_checkpoint = {best_path}")
   lines.append(f"best_step = {best_step}")
   lines.append(f"best_{run.best_metric} = {_format_value(best_value)}")
@@ -100,16 +117,46 @@ def evaluate_all_checkpoints(trainer, run, results_path):
   return best_path, best_result, all_results
 
 
+BEST_CHECKPOINT = "model.ckpt-best"
+
+
+def write_best_checkpoint(model, best_path, output_dir, best_step):
+  """Writes `<output_dir>/model.ckpt-best` in the official TF1 layout, as the official scripts do.
+
+  The official run_classifier / run_race / run_squad leave the best checkpoint of their
+  evaluation sweep there; official recipes continue from it (`--init_checkpoint`) and the
+  official export tools read it. Ours holds the same names (`bert/...`, the task head,
+  `global_step`); the `checkpoint` state file keeps pointing at the training run's latest.
+  """
+  from albert_tf.checkpoints import save_tf1_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+  restore_model_weights(model, best_path)
+  target = os.path.join(output_dir, BEST_CHECKPOINT)
+  if os.path.abspath(best_path) != os.path.abspath(target):
+    save_tf1_checkpoint(model, target, global_step=best_step, update_state=False)
+  return target
+
+
 def best_or_latest_checkpoint(output_dir):
-  """The best checkpoint recorded by an evaluation, else the latest one, else None."""
-  best_file = os.path.join(output_dir, "best_checkpoint.json")
-  if os.path.exists(best_file):
-    with open(best_file, "r", encoding="utf-8") as f:
-      path = json.load(f).get("checkpoint")
-    if path and os.path.exists(path + ".index"):
-      return path
+  """`model.ckpt-best` (ours or the official scripts'), else the latest checkpoint, else None."""
+  best = os.path.join(output_dir, BEST_CHECKPOINT)
+  if tf.io.gfile.exists(best + ".index"):
+    return best
   checkpoints = list_checkpoints(output_dir)
   return checkpoints[-1][1] if checkpoints else None
+
+
+TFLITE_FILE = "albert_model.tflite"
+
+
+def write_tflite_file(model, export_dir, max_seq_length, quantize="none"):
+  """`<export_dir>/albert_model.tflite` (token ids in, batch 1), as the official v1 SQuAD export.
+
+  It sits beside the numbered SavedModel versions, which TF Serving reads; it is not one of them.
+  """
+  from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
+  return write_tflite(model, os.path.join(export_dir, TFLITE_FILE),
+                      max_seq_length=max_seq_length, quantize=quantize)
 
 
 def predict_all(trainer, task, batch_size, checkpoint_path, mode_examples):
@@ -132,9 +179,15 @@ def write_probabilities(path, probabilities):
       "\t".join(repr(float(p)) for p in np.atleast_1d(row)) + "\n" for row in probabilities))
 
 
-def restore_weights(model, checkpoint_path):
-  """Loads a trainer checkpoint's model weights (optimizer state ignored) into `model`."""
-  tf.train.Checkpoint(model=model).restore(checkpoint_path).expect_partial()
+
+
+def _read_best_value(output_dir):
+  """The best dev value best_trial.txt records (`<step>:<best step>:<value>`), else None."""
+  path = os.path.join(output_dir, "best_trial.txt")
+  if not os.path.exists(path):
+    return None
+  with open(path, "r", encoding="utf-8") as f:
+    return float(f.read().strip().split(":")[-1])
 
 
 def _write_text_atomically(path, text):
@@ -146,20 +199,21 @@ def _write_text_atomically(path, text):
 
 # ---------------------------------------------------------------------------- flags -> run
 def _check_common(flags_obj):
+  """Validates the shared official flags; returns the ModelSource they name."""
   if not (flags_obj.do_train or flags_obj.do_eval or flags_obj.do_predict
           or flags_obj.export_dir):
     raise AlbertError("at least one of --do_train, --do_eval, --do_predict or --export_dir "
                       "must be set")
-  if getattr(flags_obj, "albert_hub_module_handle", None):
-    raise AlbertError("--albert_hub_module_handle: TF1 hub modules are not supported; pass "
-                      "--albert_config_file and --init_checkpoint instead")
-  if not flags_obj.albert_config_file:
-    raise AlbertError("--albert_config_file is required")
   for name in ("train_batch_size", "eval_batch_size", "predict_batch_size", "train_step",
                "save_checkpoints_steps"):
     if getattr(flags_obj, name) <= 0:
       raise AlbertError(f"--{name}={getattr(flags_obj, name)} is invalid: expected > 0")
   os.makedirs(flags_obj.output_dir, exist_ok=True)
+  from albert_tf.checkpoints.model_source import resolve_model_source  # pylint: disable=g-import-not-at-top
+  return resolve_model_source(
+      albert_config_file=flags_obj.albert_config_file, init_checkpoint=flags_obj.init_checkpoint,
+      hub_module_handle=flags_obj.albert_hub_module_handle,
+      spm_model_file=flags_obj.spm_model_file, do_lower_case=flags_obj.do_lower_case)
 
 
 def make_trainer(task, flags_obj):
@@ -211,48 +265,56 @@ def run_finetuning(task, trainer, run, write_predictions, export_fn=None):
     write_predictions(examples, probabilities, predictions)
     summary["predictions"] = len(examples)
   if run.export_dir:
-    if checkpoint is None and not getattr(task, "init_checkpoint", None):
+    # The fine-tuned model: output_dir's best (else latest) checkpoint, or else a fine-tuned
+    # --init_checkpoint. Either must hold the task head too (restore_model_weights checks).
+    source = checkpoint or task.init_checkpoint
+    if source is None:
       raise AlbertError(f"--export_dir: no checkpoint in --output_dir={run.output_dir} and no "
                         f"--init_checkpoint to export")
+    from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
     model = task.build_model()
-    if checkpoint is not None:
-      restore_weights(model, checkpoint)
-    else:
-      task.initialize(model)
-    export_fn(model, run.export_dir)
-    summary["export_dir"] = run.export_dir
+    restore_model_weights(model, source)
+    summary["export_dir"] = export_fn(model, run.export_dir)
+    summary["tflite"] = write_tflite_file(model, run.export_dir, task.max_seq_length,
+                                          run.tflite_quantize)
   return summary
 
 
 def run_classifier_from_flags(flags_obj):
   """run_classifier.py: the official flags -> ClassificationTask -> run_finetuning."""
   from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  _check_common(flags_obj)
+  glue.get_task(flags_obj.task_name)  # an unknown task is the first thing to report
+  source = _check_common(flags_obj)
   task = ClassificationTask(
-      flags_obj.task_name, flags_obj.data_dir, flags_obj.albert_config_file,
+      flags_obj.task_name, flags_obj.data_dir, source.config,
       max_seq_length=flags_obj.max_seq_length,
       cached_dir=flags_obj.cached_dir or flags_obj.output_dir,
-      spm_model_file=flags_obj.spm_model_file, vocab_file=flags_obj.vocab_file,
-      do_lower_case=flags_obj.do_lower_case, init_checkpoint=flags_obj.init_checkpoint,
+      spm_model_file=source.spm_model_file, vocab_file=flags_obj.vocab_file,
+      do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
       dropout_rate=flags_obj.dropout_prob)
   run = FineTuningRun(
       output_dir=flags_obj.output_dir, do_train=flags_obj.do_train, do_eval=flags_obj.do_eval,
       do_predict=flags_obj.do_predict, train_step=flags_obj.train_step,
       train_batch_size=flags_obj.train_batch_size, eval_batch_size=flags_obj.eval_batch_size,
       predict_batch_size=flags_obj.predict_batch_size, export_dir=flags_obj.export_dir,
-      best_metric=task.spec.best_metric)
+      best_metric=task.spec.best_metric, tflite_quantize=flags_obj.tflite_quantize)
 
   def write_predictions(examples, probabilities, predictions):
     write_probabilities(os.path.join(run.output_dir, "test_results.tsv"), probabilities)
     for name in ("submit_results.tsv", task.spec.submission_file):
       glue.write_submission(os.path.join(run.output_dir, name), task.spec, examples, predictions)
 
+  threshold = getattr(flags_obj, "threshold_to_export", float("nan"))
+
   def export_fn(model, export_dir):
     from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
-    export_classifier(model, export_dir, label_list=task.label_list,
-                      max_seq_length=task.max_seq_length, spm_model_file=task.spm_model_file,
-                      do_lower_case=task.do_lower_case, task_name=task.spec.name,
-                      text_pair=task.spec.text_pair, precision=flags_obj.export_precision)
+    return export_classifier(model, export_dir, label_list=task.label_list,
+                             max_seq_length=task.max_seq_length,
+                             spm_model_file=task.spm_model_file,
+                             do_lower_case=task.do_lower_case, task_name=task.spec.name,
+                             text_pair=task.spec.text_pair,
+                             precision=flags_obj.export_precision,
+                             threshold=None if math.isnan(threshold) else threshold)
 
   return run_finetuning(task, make_trainer(task, flags_obj), run, write_predictions, export_fn)
 
@@ -262,13 +324,13 @@ def run_race_from_flags(flags_obj):
   if (flags_obj.task_name or "race").lower() != "race":
     raise AlbertError(f"--task_name={flags_obj.task_name!r} is not a known task; known tasks: "
                       f"race")
-  _check_common(flags_obj)
+  source = _check_common(flags_obj)
   task = RaceTask(
-      flags_obj.data_dir, flags_obj.albert_config_file, max_seq_length=flags_obj.max_seq_length,
+      flags_obj.data_dir, source.config, max_seq_length=flags_obj.max_seq_length,
       max_qa_length=flags_obj.max_qa_length,
       cached_dir=flags_obj.cached_dir or flags_obj.output_dir,
-      spm_model_file=flags_obj.spm_model_file, vocab_file=flags_obj.vocab_file,
-      do_lower_case=flags_obj.do_lower_case, init_checkpoint=flags_obj.init_checkpoint,
+      spm_model_file=source.spm_model_file, vocab_file=flags_obj.vocab_file,
+      do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
       dropout_rate=flags_obj.dropout_prob, high_only=flags_obj.high_only,
       middle_only=flags_obj.middle_only)
   # The official --train_file/--eval_file/--predict_file name the cached records explicitly.
@@ -280,7 +342,7 @@ def run_race_from_flags(flags_obj):
       do_predict=flags_obj.do_predict, train_step=flags_obj.train_step,
       train_batch_size=flags_obj.train_batch_size, eval_batch_size=flags_obj.eval_batch_size,
       predict_batch_size=flags_obj.predict_batch_size, export_dir=flags_obj.export_dir,
-      best_metric="eval_accuracy")
+      best_metric="eval_accuracy", tflite_quantize=flags_obj.tflite_quantize)
 
   def write_predictions(examples, probabilities, predictions):
     from albert_tf.data import race  # pylint: disable=g-import-not-at-top
@@ -288,16 +350,24 @@ def run_race_from_flags(flags_obj):
     lines = ["id\tprediction\n"] + [f"{e.example_id}\t{race.LABELS[int(p)]}\n"
                                     for e, p in zip(examples, predictions)]
     _write_text_atomically(os.path.join(run.output_dir, "predictions.tsv"), "".join(lines))
-    correct = np.array([int(p) == e.label for e, p in zip(examples, predictions)])
-    # RACE test sets carry answers: report accuracy alongside the predictions.
-    _write_text_atomically(os.path.join(run.output_dir, "test_accuracy.txt"),
-                           f"test_accuracy = {float(correct.mean()) if correct.size else 0.0}\n")
+    # RACE test sets carry answers: the official run_race evaluates the test set with
+    # model.ckpt-best into predict_results.txt (its eval keys, then the best dev value).
+    labels = np.array([e.label for e in examples])
+    correct = np.asarray(predictions).astype(int) == labels
+    losses = -np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-30))
+    results = {"eval_accuracy": float(correct.mean()) if correct.size else 0.0,
+               "eval_loss": float(losses.mean()) if losses.size else 0.0}
+    best = _read_best_value(run.output_dir)
+    _write_text_atomically(os.path.join(run.output_dir, "predict_results.txt"), "".join(
+        ["***** Predict results *****\n"] + [f"{k} = {v!r}\n" for k, v in sorted(results.items())]
+        + [f"best = {best!r}\n" if best is not None else ""]))
 
   def export_fn(model, export_dir):
     from albert_tf.export import export_multiple_choice  # pylint: disable=g-import-not-at-top
-    export_multiple_choice(model, export_dir, max_seq_length=task.max_seq_length,
-                           max_qa_length=task.max_qa_length, spm_model_file=task.spm_model_file,
-                           do_lower_case=task.do_lower_case,
-                           precision=flags_obj.export_precision)
+    return export_multiple_choice(model, export_dir, max_seq_length=task.max_seq_length,
+                                  max_qa_length=task.max_qa_length,
+                                  spm_model_file=task.spm_model_file,
+                                  do_lower_case=task.do_lower_case,
+                                  precision=flags_obj.export_precision)
 
   return run_finetuning(task, make_trainer(task, flags_obj), run, write_predictions, export_fn)

@@ -47,8 +47,16 @@ def define_common_flags():
     "Split each global batch into this many micro-batches and apply their summed gradient "
     "once (same update as the full batch, less memory).")
   d(flags.DEFINE_integer, "log_every_n_steps", 100, "Steps between progress lines/summaries.")
+  d(flags.DEFINE_enum, "recompute", "none", ["none", "layer", "attention"],
+    "Activation recomputation in training: none; layer (keep only each transformer layer's "
+    "input, recompute the layer in the backward pass: much less memory, about 1/3 more "
+    "compute); attention (recompute only the attention blocks).")
   d(flags.DEFINE_bool, "deterministic", False,
-    "Enable TF op determinism (bit-identical reruns and resumes; slower).")
+    "Enable TF op determinism (bit-identical reruns and resumes; slower). Seeds everything "
+    "from --seed (default 0 then).")
+  d(flags.DEFINE_integer, "seed", None,
+    "Seed of weight initialisation, dropout and input shuffling (default: random, or 0 with "
+    "--deterministic); recorded in <output_dir>/run_seed.json and reused on resume.")
 
 
 def define_export_flags():
@@ -58,6 +66,10 @@ def define_export_flags():
       "Extra: compute precision of the --export_dir SavedModel, whatever --precision trained "
       "it: fp32, or bf16 (bfloat16 weights and matmuls, LayerNorm in float32; faster on CPUs "
       "with AMX/AVX512-BF16, slower on CPUs without them).")
+  _define_if_missing(
+      flags.DEFINE_enum, "tflite_quantize", "none", ["none", "dynamic"],
+      "Extra: the --export_dir step also writes albert_model.tflite (batch 1, token ids in); "
+      "none: float32 weights, dynamic: int8 weights (about 4x smaller, float activations).")
 
 
 def strategy_from_flags(flags_obj=None):
@@ -79,12 +91,44 @@ def trainer_kwargs_from_flags(flags_obj=None):
   return dict(precision=f.precision, jit_compile=f.jit_compile,
               gradient_accumulation_steps=f.gradient_accumulation_steps,
               log_every_n_steps=f.log_every_n_steps,
-              steps_per_loop=max(1, f.iterations_per_loop))
+              steps_per_loop=max(1, f.iterations_per_loop),
+              recompute=getattr(f, "recompute", "none"))
+
+
+SEED_FILE = "run_seed.json"
+
+
+def resolve_seed(seed, deterministic, output_dir):
+  """The run's seed: --seed, else the one a previous run recorded in output_dir (a resume),
+  else 0 with --deterministic, else None (random). A seed in use is recorded in output_dir."""
+  import json  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  path = os.path.join(output_dir, SEED_FILE) if output_dir else None
+  if seed is None and path and os.path.exists(path):
+    with open(path, "r", encoding="utf-8") as f:
+      seed = json.load(f).get("seed")
+  if seed is None and deterministic:
+    seed = 0
+  if seed is not None and path:
+    os.makedirs(output_dir, exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+      json.dump({"seed": int(seed), "deterministic": bool(deterministic)}, f)
+    os.replace(path + ".tmp", path)
+  return seed
 
 
 def apply_runtime_flags(flags_obj=None):
-  """Process-wide settings some flags ask for (call once from a script's main)."""
+  """Process-wide settings some flags ask for (call once from a script's main).
+
+  Returns the seed in use (None: random). Op determinism needs every random op seeded, so
+  --deterministic always runs with a seed (weights are initialised from it).
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
   f = flags_obj or flags.FLAGS
+  seed = resolve_seed(getattr(f, "seed", None), f.deterministic, getattr(f, "output_dir", None))
+  if seed is not None:
+    tf_keras.utils.set_random_seed(int(seed))
   if f.deterministic:
     tf.config.experimental.enable_op_determinism()
+  return seed

@@ -17,6 +17,9 @@ def _check_flags(f):
                "max_predictions_per_seq", "save_checkpoints_steps"):
     if getattr(f, name) <= 0:
       raise AlbertError(f"--{name}={getattr(f, name)} is invalid: expected > 0")
+  if f.masked_lm_budget < 0:
+    raise AlbertError(f"--masked_lm_budget={f.masked_lm_budget} is invalid: expected >= 0 "
+                      "(0: the records' own masks)")
   if f.keep_checkpoint_max < 0:
     raise AlbertError(f"--keep_checkpoint_max={f.keep_checkpoint_max} is invalid: expected >= 0")
 
@@ -27,7 +30,8 @@ def build_task(f):
   return pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
       albert_config=config, input_file=f.input_file, max_seq_length=f.max_seq_length,
       max_predictions_per_seq=f.max_predictions_per_seq, init_checkpoint=f.init_checkpoint,
-      init_from_group0=f.init_from_group0, shuffle_seed=getattr(f, "shuffle_seed", None)))
+      init_from_group0=f.init_from_group0, shuffle_seed=getattr(f, "shuffle_seed", None),
+      masked_lm_budget=f.masked_lm_budget))
 
 
 def build_trainer(f, task, strategy):

@@ -28,6 +28,9 @@ class PretrainingConfig:
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   shuffle_seed: Optional[int] = None
+  # The official --masked_lm_budget: > 0 re-masks every read instance online (see
+  # albert_tf/data/online_masking.py); 0 uses the records' own (offline) masks.
+  masked_lm_budget: float = 0.0
 
 
 def masked_lm_example_loss(mlm_logits, masked_lm_ids):
@@ -55,6 +58,7 @@ class PretrainingTask(Task):
 
   def __init__(self, params: PretrainingConfig):
     self.params = params
+    self.init_checkpoint = params.init_checkpoint
     config = params.albert_config
     if params.max_seq_length > config.max_position_embeddings:
       raise AlbertError(f"--max_seq_length={params.max_seq_length} exceeds "
@@ -82,6 +86,13 @@ class PretrainingTask(Task):
     ds = pretraining_dataset.pretraining_dataset(
         files, self.params.max_seq_length, self.params.max_predictions_per_seq, batch_size,
         is_training=is_training, input_context=input_context, seed=self.params.shuffle_seed)
+    if self.params.masked_lm_budget > 0:
+      from albert_tf.data import online_masking  # pylint: disable=g-import-not-at-top
+      # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
+      ds = online_masking.apply_online_masking(
+          ds, self.params.masked_lm_budget, self.params.max_predictions_per_seq,
+          self.params.albert_config.vocab_size,
+          seed=self.params.shuffle_seed if is_training else 0)
 
     def split(record):
       features = {k: record[k] for k in FEATURE_KEYS}

@@ -44,6 +44,7 @@ class RaceTask(Task, FineTuningData):
     FineTuningData.__init__(self, data_dir, max_seq_length, cached_dir, spm_model_file,
                             vocab_file, do_lower_case, tokenizer)
     self.albert_config = albert_config
+    self.check_vocabulary(albert_config)
     self.max_qa_length = max_qa_length
     self.init_checkpoint = init_checkpoint
     self.dropout_rate = dropout_rate

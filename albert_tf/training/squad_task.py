@@ -104,7 +104,9 @@ class SquadTask(Task):
     from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
     from albert_tf.models.squad import load_tf1_squad_head  # pylint: disable=g-import-not-at-top
     report = init_from_checkpoint(model, self.init_checkpoint)
-    if report is not None:  # TF1: the encoder is loaded; an official SQuAD head may be there too
+    if report is not None and tf.io.gfile.exists(report.checkpoint + ".index"):
+      # TF1: the encoder is loaded; an official SQuAD head may be there too (not in an HF
+      # directory or a hub module, which carry no SQuAD head).
       loaded = load_tf1_squad_head(model, report.checkpoint)
       if loaded:
         logging.info("Loaded the official SQuAD head (%d variables) from %s", len(loaded),
@@ -231,6 +233,9 @@ class SquadRun:
   seed: Optional[int] = None
   export_dir: Optional[str] = None
   export_precision: str = "fp32"
+  tflite_quantize: str = "none"
+  # The config itself, when it does not come from albert_config_file (a hub module, HF dir).
+  albert_config: Optional[AlbertConfig] = None
 
 
 def validate_run(run, albert_config):
@@ -293,9 +298,9 @@ def run_squad(run, trainer_factory):
   """
   from albert_tf import tokenization  # pylint: disable=g-import-not-at-top
   from albert_tf.training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.training.finetuning import list_checkpoints  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
 
-  albert_config = AlbertConfig.from_json_file(run.albert_config_file)
+  albert_config = run.albert_config or AlbertConfig.from_json_file(run.albert_config_file)
   validate_run(run, albert_config)
   if run.version_2_with_negative is None:
     run = dataclasses.replace(run, version_2_with_negative=detect_version_2(run))
@@ -303,6 +308,7 @@ def run_squad(run, trainer_factory):
   tokenizer = tokenization.FullTokenizer(vocab_file=run.vocab_file,
                                          do_lower_case=run.do_lower_case,
                                          spm_model_file=run.spm_model_file)
+  tokenization.check_vocabulary_fits(tokenizer, albert_config)
   settings = squad.conversion_settings(run.max_seq_length, run.doc_stride, run.max_query_length,
                                        run.do_lower_case, run.spm_model_file)
   suffix = "v2" if run.version_2_with_negative else "v1"
@@ -344,8 +350,8 @@ def run_squad(run, trainer_factory):
   if run.do_predict:
     dataset_json = squad.load_squad_json(run.predict_file)
     if not squad_postprocess.has_gold_answers(dataset_json):
-      logging.warning("%s has questions without \"answers\": predicting with the latest "
-                      "checkpoint, no evaluation", run.predict_file)
+      logging.warning("%s has questions without \"answers\": predicting with model.ckpt-best "
+                      "(else the latest checkpoint), no evaluation", run.predict_file)
       dataset_json = None
     examples = squad.read_squad_examples(run.predict_file, is_training=False)
     features = squad.prepare_predict_features(examples, tokenizer, settings,
@@ -353,14 +359,17 @@ def run_squad(run, trainer_factory):
     logging.info("***** Running predictions: %d questions, %d features, batch %d *****",
                  len(examples), len(features), run.predict_batch_size)
     trainer = trainer_factory(task, None)
-    checkpoints = list_checkpoints(run.output_dir)
+    checkpoints = finetuning.checkpoints_to_evaluate(run.output_dir)
     if not checkpoints:
       if not run.init_checkpoint:
         raise AlbertError(f"--do_predict: no checkpoint in --output_dir={run.output_dir} and no "
                           "--init_checkpoint")
-      checkpoints = [(None, None)]  # predict with --init_checkpoint's weights
-    if dataset_json is None:
-      checkpoints = checkpoints[-1:]
+      # A fine-tuned --init_checkpoint (e.g. an official model.ckpt-best); it must hold the head.
+      checkpoints = [(None, run.init_checkpoint)]
+    if dataset_json is None:  # no gold answers: predict with model.ckpt-best, else the latest
+      best = finetuning.best_or_latest_checkpoint(run.output_dir)
+      checkpoints = [next(((s, p) for s, p in checkpoints if p == best), (None, best))] \
+          if best else checkpoints[-1:]
     key = "f1"
     lines, best = [], None
     eval_writer = tf.summary.create_file_writer(os.path.join(run.output_dir, "eval"))
@@ -385,6 +394,9 @@ def run_squad(run, trainer_factory):
         lines.append(f"best {key} = {best[1][key]}")
       lines.append("=" * 50)
     best_path, best_metrics, best_outputs = best
+    if dataset_json is not None:  # the official run_squad keeps the best F1 as model.ckpt-best
+      finetuning.write_best_checkpoint(trainer.model, best_path, run.output_dir,
+                                       best_metrics["global_step"])
     lines += [f"best_checkpoint = {best_path or run.init_checkpoint}",
               f"best perf happened at step: {best_metrics['global_step']}"]
     _write_text(os.path.join(run.output_dir, "eval_results.txt"), "\n".join(lines) + "\n")
@@ -397,7 +409,7 @@ def run_squad(run, trainer_factory):
   if run.export_dir:
     # The best checkpoint when prediction ran (the official keeps it as model.ckpt-best), else
     # the latest one.
-    checkpoint = summary.get("best_checkpoint") or tf.train.latest_checkpoint(run.output_dir)
+    checkpoint = finetuning.best_or_latest_checkpoint(run.output_dir)
     summary["export_dir"] = _export(task, run, checkpoint)
   return summary
 
@@ -436,10 +448,16 @@ class SquadServing(tf.Module):
     self.serve = tf.function(serve, input_signature=specs)
 
 
+# The official run_squad_v1 export: `<export_dir>/saved_model/<version>/` (+ the TFLite file
+# `<export_dir>/albert_model.tflite`).
+SAVED_MODEL_SUBDIR = "saved_model"
+
+
 def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None, precision="fp32"):
-  """Writes `model` (weights loaded) as a SavedModel in export_dir, atomically.
+  """Writes `model` (weights loaded) as a new version `<export_dir>/saved_model/<version>/`.
 
   precision: "fp32" or "bf16" (see albert_tf/export/precision.py).
+  Returns the version directory written.
   """
   from albert_tf.export import saved_model_writer  # pylint: disable=g-import-not-at-top
   from albert_tf.export.precision import serving_copy  # pylint: disable=g-import-not-at-top
@@ -455,7 +473,8 @@ def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None, p
     tf.saved_model.save(module, tmp_dir,
                         signatures={"serving_default": module.serve.get_concrete_function()})
 
-  return saved_model_writer.write_atomically(export_dir, identity, write)
+  return saved_model_writer.write_new_version(os.path.join(export_dir, SAVED_MODEL_SUBDIR),
+                                              identity, write)
 
 
 def _export(task, run, checkpoint_path):
@@ -464,16 +483,18 @@ def _export(task, run, checkpoint_path):
   dummy = {name: tf.zeros([1, run.max_seq_length], tf.int32)
            for name in ("input_ids", "input_mask", "segment_ids", "p_mask")}
   model(dummy, training=False)
-  if checkpoint_path:
-    tf.train.Checkpoint(model=model).restore(checkpoint_path).expect_partial()
-  elif run.init_checkpoint:
-    task.initialize(model)
-  else:
+  source = checkpoint_path or run.init_checkpoint
+  if not source:
     raise AlbertError(f"--export_dir: no checkpoint in --output_dir={run.output_dir} and no "
                       "--init_checkpoint to export")
+  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+  restore_model_weights(model, source)  # encoder and SQuAD head, or a one-line error
   logging.info("Exporting %s to %s", checkpoint_path or run.init_checkpoint, run.export_dir)
-  return export_squad_model(model, run.export_dir, run.max_seq_length, run.spm_model_file,
-                            precision=run.export_precision)
+  version_dir = export_squad_model(model, run.export_dir, run.max_seq_length,
+                                   run.spm_model_file, precision=run.export_precision)
+  from albert_tf.training.finetuning import write_tflite_file  # pylint: disable=g-import-not-at-top
+  write_tflite_file(model, run.export_dir, run.max_seq_length, run.tflite_quantize)
+  return version_dir
 
 
 
@@ -482,26 +503,29 @@ def run_squad_from_flags(flags_obj):
   from albert_tf.training import flags as common_flags  # pylint: disable=g-import-not-at-top
   from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
   f = flags_obj
-  if getattr(f, "albert_hub_module_handle", None):
-    raise AlbertError("--albert_hub_module_handle: TF1 hub modules are not supported; pass "
-                      "--albert_config_file and --init_checkpoint instead")
+  from albert_tf.checkpoints.model_source import resolve_model_source  # pylint: disable=g-import-not-at-top
+  seed = common_flags.apply_runtime_flags(f)
+  source = resolve_model_source(
+      albert_config_file=f.albert_config_file, init_checkpoint=f.init_checkpoint,
+      hub_module_handle=f.albert_hub_module_handle, spm_model_file=f.spm_model_file,
+      do_lower_case=f.do_lower_case)
   run = SquadRun(
-      albert_config_file=f.albert_config_file, output_dir=f.output_dir,
-      spm_model_file=f.spm_model_file, vocab_file=f.vocab_file,
+      albert_config_file=f.albert_config_file, albert_config=source.config,
+      output_dir=f.output_dir, spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
       version_2_with_negative=f.version_2_with_negative, train_file=f.train_file,
       predict_file=f.predict_file, train_feature_file=f.train_feature_file,
       predict_feature_file=f.predict_feature_file,
-      predict_feature_left_file=f.predict_feature_left_file, init_checkpoint=f.init_checkpoint,
-      do_lower_case=f.do_lower_case, max_seq_length=f.max_seq_length, doc_stride=f.doc_stride,
+      predict_feature_left_file=f.predict_feature_left_file,
+      init_checkpoint=source.init_checkpoint, do_lower_case=source.do_lower_case, max_seq_length=f.max_seq_length, doc_stride=f.doc_stride,
       max_query_length=f.max_query_length, do_train=f.do_train, do_predict=f.do_predict,
       train_batch_size=f.train_batch_size, predict_batch_size=f.predict_batch_size,
       learning_rate=f.learning_rate, num_train_epochs=f.num_train_epochs,
       warmup_proportion=f.warmup_proportion, save_checkpoints_steps=f.save_checkpoints_steps,
       n_best_size=f.n_best_size, max_answer_length=f.max_answer_length,
       start_n_top=f.start_n_top, end_n_top=f.end_n_top, dropout_prob=f.dropout_prob,
-      null_score_diff_threshold=f.null_score_diff_threshold, seed=f.seed,
-      export_dir=f.export_dir, export_precision=f.export_precision)
-  common_flags.apply_runtime_flags(f)
+      null_score_diff_threshold=f.null_score_diff_threshold, seed=seed,
+      export_dir=f.export_dir, export_precision=f.export_precision,
+      tflite_quantize=f.tflite_quantize)
   strategy = common_flags.strategy_from_flags(f)
   trainer_kwargs = common_flags.trainer_kwargs_from_flags(f)
 

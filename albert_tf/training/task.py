@@ -25,6 +25,8 @@ class Task(abc.ABC):
 
   # Human-readable name used in logs and summaries (e.g. "pretraining", "glue/mrpc").
   name = "task"
+  # The checkpoint `initialize` loads (--init_checkpoint), or None for a model trained from scratch.
+  init_checkpoint = None
 
   @abc.abstractmethod
   def build_model(self):

@@ -17,6 +17,7 @@ moments, learning-rate schedule position and data.
 """
 
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -28,6 +29,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.errors import AlbertError
+from albert_tf.networks import encoder as encoder_lib
+from albert_tf.training import memory
 from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.task import Task
@@ -62,6 +65,49 @@ def write_results_file(path, results):
   tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
+_INPUT_SIGNATURE_FILE = "input_signature.json"
+
+
+def _batch_shapes(element_spec, prefix=""):
+  """{"0/input_ids": [batch, seq_len], ...} of a dataset's element_spec (tuples and dicts)."""
+  if isinstance(element_spec, dict):
+    items = sorted(element_spec.items())
+  elif isinstance(element_spec, (list, tuple)):
+    items = enumerate(element_spec)
+  else:
+    return {prefix.rstrip("/"): element_spec.shape.as_list()}
+  shapes = {}
+  for key, value in items:
+    shapes.update(_batch_shapes(value, f"{prefix}{key}/"))
+  return shapes
+
+
+def _read_input_signature(input_dir):
+  path = os.path.join(input_dir, _INPUT_SIGNATURE_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path, "r") as f:
+    return json.load(f)
+
+
+def _write_input_signature(input_dir, signature):
+  path = os.path.join(input_dir, _INPUT_SIGNATURE_FILE)
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    json.dump(signature, f, sort_keys=True)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _signature_difference(saved, current):
+  for key in ("train_batch_size", "num_workers"):
+    if saved.get(key) != current.get(key):
+      return f"{key} {saved.get(key)} -> {current.get(key)}"
+  for name, shape in sorted(current["batch_shapes"].items()):
+    if saved.get("batch_shapes", {}).get(name) != shape:
+      return f"{name} shape {saved.get('batch_shapes', {}).get(name)} -> {shape}"
+  return "input features changed"
+
+
 class NonFiniteLossError(AlbertError):
   """The loss became NaN/inf; the last good checkpoint is kept."""
 
@@ -83,12 +129,14 @@ class Trainer:
     log_every_n_steps: progress line / summary interval.
     steps_per_loop: steps run inside one tf.function call (bounded by the intervals above).
     clip_norm: global-norm gradient clipping (official: 1.0; None/0 disables).
+    recompute: the encoder's activation recomputation in training, "none", "layer" or
+      "attention" (see `AlbertEncoder`); set on `model.encoder` (or the model, if it is one).
   """
 
   def __init__(self, task, strategy=None, output_dir=None, optimizer_fn=None, precision="fp32",
                jit_compile=False, gradient_accumulation_steps=1, save_checkpoints_steps=1000,
                keep_checkpoint_max=5, log_every_n_steps=100, steps_per_loop=None,
-               clip_norm=1.0):
+               clip_norm=1.0, recompute="none"):
     if not isinstance(task, Task):
       raise TypeError(f"task must be an albert_tf Task, got {type(task).__name__}")
     if precision not in PRECISION_POLICIES:
@@ -118,6 +166,7 @@ class Trainer:
 
     with self._precision_policy(), self.strategy.scope():
       self.model = task.build_model()
+      encoder_lib.set_recompute(self.model, recompute)
       self.optimizer = None
       if optimizer_fn is not None:
         optimizer = optimizer_fn()
@@ -342,6 +391,10 @@ class Trainer:
 
     iterator, element_spec = self._train_dataset_iterator(train_batch_size)
     self._ensure_built(element_spec)
+    # What a saved input position is only valid for: the batches' shapes and the worker count.
+    input_signature = {"train_batch_size": int(train_batch_size),
+                       "num_workers": int(self.num_workers),
+                       "batch_shapes": _batch_shapes(element_spec)}
     checkpoint = self._checkpoint()
     manager = (tf.train.CheckpointManager(checkpoint, self.output_dir,
                                           max_to_keep=self.keep_checkpoint_max)
@@ -353,6 +406,11 @@ class Trainer:
 
     latest = tf.train.latest_checkpoint(self.output_dir)
     if latest:
+      from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
+      if not tf1.is_tf2_checkpoint(latest):
+        raise AlbertError(f"{latest}: --output_dir holds an official TF1 checkpoint, which has "
+                          f"no resumable training state here; train from it with "
+                          f"--init_checkpoint={latest} and a new --output_dir")
       try:
         checkpoint.restore(latest).assert_existing_objects_matched()
       except (AssertionError, ValueError, tf.errors.OpError) as e:
@@ -362,7 +420,14 @@ class Trainer:
       step = self.global_step
       input_path = os.path.join(input_dir, f"ckpt-{step}")
       restored_input = False
-      if tf.io.gfile.exists(input_path + ".index"):
+      saved_signature = _read_input_signature(input_dir)
+      if saved_signature is not None and saved_signature != input_signature:
+        # A saved position of batches of another shape would fail in the first step: the
+        # input restarts instead (every example is still seen; the model state is resumed).
+        self._log(f"note: the input differs from the saved run's "
+                  f"({_signature_difference(saved_signature, input_signature)}): the input "
+                  f"restarts from the beginning")
+      elif tf.io.gfile.exists(input_path + ".index"):
         try:
           input_checkpoint.restore(input_path).assert_consumed()
           restored_input = True
@@ -390,6 +455,7 @@ class Trainer:
       # Every worker saves its input position first, then (after a barrier, so no worker's
       # position lags the model checkpoint) the model; non-chief model saves go to scratch.
       input_manager.save(checkpoint_number=step)
+      _write_input_signature(input_dir, input_signature)
       self._barrier()
       if self.is_chief:
         manager.save(checkpoint_number=step)
@@ -436,7 +502,7 @@ class Trainer:
                           + [f"{n} {_format_value(v)}" for n, v in values.items()
                              if n not in ("examples_per_second",)]
                           + [f"{values['examples_per_second']:.1f} examples/s",
-                             f"ETA {_format_duration(eta)}"])
+                             f"ETA {_format_duration(eta)}", memory.memory_report()])
         self._log(line)
         with writer.as_default(step=step):
           for n, v in values.items():
@@ -468,15 +534,20 @@ class Trainer:
     if path is None and self.output_dir:
       path = tf.train.latest_checkpoint(self.output_dir)
     if path is None:
+      if not self.task.init_checkpoint:
+        raise AlbertError(f"no checkpoint in --output_dir={self.output_dir} and no "
+                          "--init_checkpoint: nothing to evaluate (train first with --do_train)")
       self.task.initialize(self.model)
       return self.global_step
     if not tf.io.gfile.exists(path + ".index"):
       raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
-    step_var = tf.Variable(0, dtype=tf.int64)
-    tf.train.Checkpoint(model=self.model, global_step=step_var).restore(path).expect_partial()
+    # Every weight must come from the checkpoint (ours or an official TF1 one): a head left at
+    # its random initial value would evaluate, predict and export garbage without a word.
+    from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+    step = restore_model_weights(self.model, path) or 0
     if self.optimizer is None:
-      self._eval_step_counter.assign(step_var)
-    return int(step_var.numpy())
+      self._eval_step_counter.assign(step)
+    return step
 
   def _distributed_dataset(self, mode, global_batch_size):
     specs = []

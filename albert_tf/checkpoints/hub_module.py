@@ -1,0 +1,360 @@
+"""ALBERT TF-Hub modules as the source of config, SentencePiece model and initial weights.
+
+The official scripts' `--albert_hub_module_handle` takes a TF-Hub module and reads everything
+from it: the SentencePiece model and do_lower_case (official `FullTokenizer.from_hub_module`: the
+`tokenization_info` signature's `vocab_file` and `do_lower_case` outputs) and the encoder weights
+(`hub.Module(handle)` in `fine_tuning_utils.create_albert`). Two kinds of module are read here,
+from a local directory (or any path TensorFlow reads, e.g. gs://), never from the network:
+
+* `tf1_hub`: the TF1 hub format written by the official `export_to_tfhub.py`
+  (`hub.create_module_spec(...).export(...)`): `tfhub_module.pb`, a `saved_model.pb` with one
+  graph per tag set ({"train"} and {}) carrying the signatures `tokens`, `sop`, `mlm` and
+  `tokenization_info`, `variables/variables.*` holding a name-based checkpoint with the official
+  names (`bert/...`, `cls/...`, no scope prefix), and `assets/` with albert_config.json,
+  30k-clean.model and 30k-clean.vocab.
+* `albert_tf`: our `export_savedmodel.py` output (albert_tf.export.hub_encoder): a TF2 SavedModel
+  whose variables are the AlbertPretrainer's, stored under `model_variables/<i>` in the order of
+  `AlbertPretrainer(config).variables`; assets 30k-clean.model and albert_config.json.
+"""
+
+import dataclasses
+import json
+import os
+import posixpath
+import re
+from typing import Dict, Optional
+
+import tensorflow as tf
+
+from albert_tf.checkpoints import tf1_names
+from albert_tf.checkpoints.tf1 import LoadReport
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import AlbertError
+
+TF1_HUB = "tf1_hub"
+ALBERT_TF = "albert_tf"
+
+_MODULE_DEF_FILE = "tfhub_module.pb"
+_CONFIG_ASSET = "albert_config.json"
+_VOCAB_ASSET = "30k-clean.vocab"
+_EXPORT_INFO = posixpath.join("assets.extra", "albert_export.json")
+_EMBEDDING_NAME = "bert/embeddings/word_embeddings"
+_OURS_KEY_RE = re.compile(r"^model_variables/(\d+)/\.ATTRIBUTES/VARIABLE_VALUE$")
+_ASSETS_KEY = "saved_model_assets"  # tf.compat.v1.saved_model.ASSETS_KEY
+
+
+@dataclasses.dataclass
+class HubModule:
+  """What `read_hub_module` found in a module directory.
+
+  path: the module directory.
+  format: "tf1_hub" (official export_to_tfhub.py) or "albert_tf" (our export_savedmodel.py).
+  config: the module's albert_config.json asset.
+  spm_model_file: the SentencePiece model asset (the tokenization_info `vocab_file`).
+  vocab_file: the 30k-clean.vocab asset, or None.
+  do_lower_case: the tokenization_info `do_lower_case` of the module.
+  checkpoint_prefix: `<path>/variables/variables`.
+  variable_names: {official name: name in the checkpoint at checkpoint_prefix}; filled for
+    tf1_hub modules (the official names with any scope prefix the module carries), and on the
+    first `load_hub_module_weights` for albert_tf modules.
+  """
+  path: str
+  format: str
+  config: AlbertConfig
+  spm_model_file: str
+  vocab_file: Optional[str]
+  do_lower_case: bool
+  checkpoint_prefix: str
+  variable_names: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+
+
+def is_remote_handle(handle):
+  """True for a handle that needs the network: a URL (other than gs://) or a tfhub.dev handle."""
+  handle = os.fspath(handle)
+  if "://" in handle:
+    return not handle.startswith("gs://")
+  return handle.startswith(("tfhub.dev/", "www.tfhub.dev/"))
+
+
+def read_hub_module(handle):
+  """Reads an ALBERT TF-Hub module directory (official TF1 hub format or our export).
+
+  Args:
+    handle: the module's local directory (or a gs:// path); URLs are refused.
+  Returns:
+    HubModule.
+  Raises:
+    AlbertError (one line, naming the path): a URL, not a directory, no saved_model.pb, no
+      albert_config.json or SentencePiece asset, an unreadable config, not an ALBERT module.
+  """
+  path = os.fspath(handle)
+  if is_remote_handle(path):
+    raise AlbertError(f"{path}: TF-Hub module URLs are not fetched (no network at run time); "
+                      f"download the module, extract it and pass its local directory")
+  path = path.rstrip("/") or path
+  if not tf.io.gfile.isdir(path):
+    if tf.io.gfile.exists(path):
+      raise AlbertError(f"{path}: not a directory (expected an extracted TF-Hub module "
+                        f"directory with saved_model.pb; extract a .tar.gz first)")
+    raise AlbertError(f"{path}: no such directory (expected a TF-Hub module directory)")
+  saved_model_file = posixpath.join(path, "saved_model.pb")
+  if not tf.io.gfile.exists(saved_model_file):
+    raise AlbertError(f"{path}: no saved_model.pb (expected a TF-Hub module / SavedModel "
+                      f"directory)")
+  saved_model = _read_saved_model(saved_model_file)
+  config_file = posixpath.join(path, "assets", _CONFIG_ASSET)
+  if not tf.io.gfile.exists(config_file):
+    raise AlbertError(f"{path}: no assets/{_CONFIG_ASSET} (expected an ALBERT TF-Hub module "
+                      f"with its albert_config.json asset)")
+  config = _read_config(config_file)
+  checkpoint_prefix = posixpath.join(path, "variables", "variables")
+  shapes = _checkpoint_shapes(path, checkpoint_prefix)
+  vocab = posixpath.join(path, "assets", _VOCAB_ASSET)
+  vocab_file = vocab if tf.io.gfile.exists(vocab) else None
+  if tf.io.gfile.exists(posixpath.join(path, _MODULE_DEF_FILE)):
+    variable_names = _tf1_variable_names(path, shapes)
+    spm_model_file, do_lower_case = _tf1_tokenization_info(path, saved_model)
+    return HubModule(path=path, format=TF1_HUB, config=config, spm_model_file=spm_model_file,
+                     vocab_file=vocab_file, do_lower_case=do_lower_case,
+                     checkpoint_prefix=checkpoint_prefix, variable_names=variable_names)
+  if not any(_OURS_KEY_RE.match(name) for name in shapes):
+    raise AlbertError(f"{path}: not an ALBERT TF-Hub module (no tfhub_module.pb and no "
+                      f"albert_tf encoder variables; expected the official export_to_tfhub.py "
+                      f"or export_savedmodel.py output)")
+  spm_model_file, do_lower_case = _albert_tf_tokenization_info(path)
+  return HubModule(path=path, format=ALBERT_TF, config=config, spm_model_file=spm_model_file,
+                   vocab_file=vocab_file, do_lower_case=do_lower_case,
+                   checkpoint_prefix=checkpoint_prefix)
+
+
+def load_hub_module_weights(model, module):
+  """Loads a module's encoder (and pretraining heads, when both have them) into a model.
+
+  Args:
+    model: AlbertEncoder, AlbertPretrainer or any model with an AlbertEncoder at `.encoder`.
+    module: a HubModule from `read_hub_module`, or a module directory.
+  Returns:
+    LoadReport (`missing` are head variables the module lacks; `unexpected` module variables the
+    model has no place for, e.g. `cls/...` for a classifier).
+  Raises:
+    AlbertError: an encoder variable is missing from the module (names the first one and the
+      count) or has another shape than the model's (wrong config); the model is then unchanged.
+  """
+  if not isinstance(module, HubModule):
+    module = read_hub_module(module)
+  if not module.variable_names:
+    module.variable_names = _albert_tf_variable_names(module)
+  reader = tf.train.load_checkpoint(module.checkpoint_prefix)
+  shapes = reader.get_variable_to_shape_map()
+  encoder_names = set(tf1_names.encoder_variable_map(tf1_names.encoder_of(model)))
+  model_vars = tf1_names.model_variable_map(model)
+  missing_encoder = sorted(n for n in encoder_names if n not in module.variable_names)
+  if missing_encoder:
+    raise AlbertError(f"{module.path}: the module lacks encoder variable {missing_encoder[0]} "
+                      f"({len(missing_encoder)} of {len(encoder_names)} encoder variables "
+                      f"missing; wrong albert_config.json, or not an ALBERT encoder module?)")
+  loaded, missing, assignments = [], [], []
+  for name, variable in sorted(model_vars.items()):
+    source = module.variable_names.get(name)
+    if source is None:
+      missing.append(name)
+      continue
+    want = variable.shape.as_list()
+    have = list(shapes[source])
+    if have != want:
+      raise AlbertError(f"{module.path}: variable {name} has shape {have} in the module but the "
+                        f"model expects {want} (does the module's albert_config.json match "
+                        f"its variables?)")
+    assignments.append((variable, source))
+    loaded.append(name)
+  used = set(loaded)
+  unexpected = sorted(n for n in module.variable_names if n not in used)
+  extra_encoder = [n for n in unexpected if n.startswith("bert/")]
+  if extra_encoder:
+    # E.g. group_1 weights with a one-group config: the module would compute something else.
+    raise AlbertError(f"{module.path}: the module holds encoder variable {extra_encoder[0]} that "
+                      f"its albert_config.json has no place for ({len(extra_encoder)} such model "
+                      f"variables; does the config match its variables?)")
+  # Assign only after every check, so a refused module leaves the model untouched.
+  for variable, source in assignments:
+    variable.assign(reader.get_tensor(source).astype(variable.dtype.as_numpy_dtype))
+  return LoadReport(checkpoint=module.path, loaded=loaded, missing=missing,
+                    unexpected=unexpected)
+
+
+# ------------------------------------------------------------------------------- reading
+
+
+def _read_saved_model(saved_model_file):
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
+  proto = saved_model_pb2.SavedModel()
+  try:
+    proto.ParseFromString(tf.io.gfile.GFile(saved_model_file, "rb").read())
+  except Exception as e:  # pylint: disable=broad-except  (DecodeError and I/O errors)
+    raise AlbertError(f"{saved_model_file}: not a readable SavedModel proto ({e})") from None
+  if not proto.meta_graphs:
+    raise AlbertError(f"{saved_model_file}: the SavedModel holds no graph")
+  return proto
+
+
+def _read_config(config_file):
+  try:
+    text = tf.io.gfile.GFile(config_file, "r").read()
+    obj = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise AlbertError(f"{config_file}: not JSON (line {e.lineno}, column {e.colno}: "
+                      f"{e.msg})") from None
+  except (OSError, tf.errors.OpError) as e:
+    raise AlbertError(f"{config_file}: cannot read config ({e})") from None
+  if not isinstance(obj, dict):
+    raise AlbertError(f"{config_file}: expected a JSON object of ALBERT config fields")
+  return AlbertConfig.from_dict(obj, source=config_file)
+
+
+def _checkpoint_shapes(path, prefix):
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise AlbertError(f"{path}: no variables/variables.index (a TF-Hub module without "
+                      f"weights?)")
+  try:
+    return tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+  except (tf.errors.OpError, ValueError) as e:
+    raise AlbertError(f"{path}: cannot read variables/variables "
+                      f"({str(e).splitlines()[0]})") from None
+
+
+def _tf1_variable_names(path, shapes):
+  """{official name: checkpoint name}: the names with any scope prefix (`module/`) removed."""
+  anchors = sorted(n for n in shapes if n == _EMBEDDING_NAME or n.endswith("/" + _EMBEDDING_NAME))
+  if not anchors:
+    raise AlbertError(f"{path}: not an ALBERT module (no {_EMBEDDING_NAME} among its "
+                      f"{len(shapes)} variables)")
+  prefix = anchors[0][:-len(_EMBEDDING_NAME)]
+  return {name[len(prefix):]: name for name in shapes
+          if name.startswith(prefix) and not tf1_names.is_optimizer_state(name)
+          and name[len(prefix):] != "global_step"}
+
+
+def _meta_graph_for_inference(path, saved_model):
+  """The module's graph for the empty tag set (what hub.Module uses by default)."""
+  for meta_graph in saved_model.meta_graphs:
+    if not meta_graph.meta_info_def.tags:
+      return meta_graph
+  for meta_graph in saved_model.meta_graphs:
+    if "tokenization_info" in meta_graph.signature_def:
+      return meta_graph
+  raise AlbertError(f"{path}: saved_model.pb has no graph with a tokenization_info signature "
+                    f"(expected the official export_to_tfhub.py module)")
+
+
+def _tf1_tokenization_info(path, saved_model):
+  """(spm asset path, do_lower_case) behind the `tokenization_info` signature's outputs."""
+  meta_graph = _meta_graph_for_inference(path, saved_model)
+  signature = meta_graph.signature_def.get("tokenization_info")
+  if signature is None or "vocab_file" not in signature.outputs or (
+      "do_lower_case" not in signature.outputs):
+    raise AlbertError(f"{path}: no tokenization_info signature with vocab_file and "
+                      f"do_lower_case outputs (expected the official export_to_tfhub.py module)")
+  nodes = {node.name: node for node in meta_graph.graph_def.node}
+  # Assets: AssetFileDef {filename, tensor_info.name} in the saved_model_assets collection.
+  asset_files = {}
+  if _ASSETS_KEY in meta_graph.collection_def:
+    from tensorflow.core.protobuf import meta_graph_pb2  # pylint: disable=g-import-not-at-top
+    for packed in meta_graph.collection_def[_ASSETS_KEY].any_list.value:
+      asset = meta_graph_pb2.AssetFileDef()
+      packed.Unpack(asset)
+      asset_files[_node_name(asset.tensor_info.name)] = asset.filename
+  vocab_node = _const_node(nodes, signature.outputs["vocab_file"].name)
+  filename = asset_files.get(vocab_node.name) if vocab_node is not None else None
+  if filename is None:
+    raise AlbertError(f"{path}: the tokenization_info vocab_file is not a module asset "
+                      f"(expected the SentencePiece model, 30k-clean.model, in assets/)")
+  spm_model_file = posixpath.join(path, "assets", filename)
+  if not tf.io.gfile.exists(spm_model_file):
+    raise AlbertError(f"{path}: no SentencePiece asset assets/{filename} (the module's "
+                      f"tokenization_info names it)")
+  lower_node = _const_node(nodes, signature.outputs["do_lower_case"].name)
+  if lower_node is None or not lower_node.attr["value"].tensor.bool_val:
+    raise AlbertError(f"{path}: the tokenization_info do_lower_case output is not a boolean "
+                      f"constant")
+  return spm_model_file, bool(lower_node.attr["value"].tensor.bool_val[0])
+
+
+def _node_name(tensor_name):
+  return tensor_name.split(":")[0].lstrip("^")
+
+
+def _const_node(nodes, tensor_name, max_hops=8):
+  """The Const node behind a tensor, following Identity-like ops; None if there is none."""
+  node = nodes.get(_node_name(tensor_name))
+  for _ in range(max_hops):
+    if node is None or node.op == "Const":
+      return node
+    if node.op not in ("Identity", "IdentityN", "StopGradient", "Snapshot") or not node.input:
+      return None
+    node = nodes.get(_node_name(node.input[0]))
+  return None
+
+
+def _albert_tf_tokenization_info(path):
+  """(spm asset path, do_lower_case) of our export: the asset, and what the export recorded."""
+  from albert_tf.export import serving  # pylint: disable=g-import-not-at-top
+  spm_model_file = posixpath.join(path, "assets", serving.SPM_ASSET_NAME)
+  if not tf.io.gfile.exists(spm_model_file):
+    raise AlbertError(f"{path}: no SentencePiece asset assets/{serving.SPM_ASSET_NAME} "
+                      f"(exported without --spm_model_file?)")
+  info = _export_info(path)
+  if isinstance(info.get("do_lower_case"), bool):
+    return spm_model_file, info["do_lower_case"]
+  try:  # The recorded identity is missing: ask the signature itself.
+    loaded = tf.saved_model.load(path)
+    outputs = loaded.signatures["tokenization_info"]()
+    return spm_model_file, bool(outputs["do_lower_case"].numpy())
+  except (KeyError, ValueError, tf.errors.OpError) as e:
+    raise AlbertError(f"{path}: cannot read do_lower_case (no {_EXPORT_INFO} and no usable "
+                      f"tokenization_info signature: {str(e).splitlines()[0]})") from None
+
+
+def _export_info(path):
+  """Our export's assets.extra/albert_export.json as a dict ({} when absent or unreadable)."""
+  info_file = posixpath.join(path, _EXPORT_INFO)
+  if not tf.io.gfile.exists(info_file):
+    return {}
+  try:
+    info = json.loads(tf.io.gfile.GFile(info_file, "r").read())
+  except (json.JSONDecodeError, OSError, tf.errors.OpError):
+    return {}
+  return info if isinstance(info, dict) else {}
+
+
+def _albert_tf_variable_names(module):
+  """{official name: checkpoint key} for our export.
+
+  The export stores the AlbertPretrainer's variables as `model_variables/<i>` without their
+  official names. When its albert_export.json lists them (`tf1_variable_names`, official name of
+  variable i) that list is used; otherwise the order of `AlbertPretrainer(config).variables`,
+  checked against the stored count and shapes.
+  """
+  from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
+  shapes = tf.train.load_checkpoint(module.checkpoint_prefix).get_variable_to_shape_map()
+  stored = {int(m.group(1)): name for name in shapes for m in [_OURS_KEY_RE.match(name)] if m}
+  recorded = _export_info(module.path).get("tf1_variable_names")
+  if isinstance(recorded, list) and len(recorded) == len(stored) and (
+      sorted(stored) == list(range(len(stored)))):
+    return {name: stored[i] for i, name in enumerate(recorded) if name}
+  with tf.init_scope():
+    template = AlbertPretrainer(module.config, name="hub_module_template")
+  variables = template.variables
+  if len(stored) != len(variables) or sorted(stored) != list(range(len(variables))):
+    raise AlbertError(f"{module.path}: the module stores {len(stored)} model variables but its "
+                      f"albert_config.json gives a model with {len(variables)} (does the config "
+                      f"match its variables?)")
+  index = {id(v): i for i, v in enumerate(variables)}
+  names = {}
+  for name, variable in tf1_names.model_variable_map(template).items():
+    key = stored[index[id(variable)]]
+    if list(shapes[key]) != variable.shape.as_list():
+      raise AlbertError(f"{module.path}: variable {name} has shape {list(shapes[key])} in the "
+                        f"module but its albert_config.json gives {variable.shape.as_list()} "
+                        f"(does the config match its variables?)")
+    names[name] = key
+  return names

@@ -1,0 +1,118 @@
+"""TFLite files of fine-tuned models, for phones and other devices.
+
+  write_tflite(model, "albert_model.tflite", max_seq_length=128, quantize="none"|"dynamic")
+
+One signature, `serving_default`, batch 1, token ids in (int32; the on-device app tokenizes):
+  classifier / SQuAD   input_ids, input_mask, segment_ids [1, max_seq_length]
+                       (SQuAD v2.0 also p_mask [1, max_seq_length], 1 = not in an answer)
+  multiple choice      input_ids, input_mask, segment_ids [1, num_choices, max_seq_length]
+and the model's outputs, as its SavedModel gives them:
+  classifier / multiple choice   logits, probabilities (float32)
+  SQuAD v1.1                     start_logits, end_logits [1, max_seq_length]
+  SQuAD v2.0                     start_top_log_probs, start_top_index, end_top_log_probs,
+                                 end_top_index, cls_logits (the official beam)
+Only TFLite builtin ops are used, so the plain interpreter (`ai_edge_litert`) runs the file.
+quantize="dynamic" stores the weights as int8 (dynamic-range quantization: about 4x smaller;
+activations stay float). The model is converted at float32 whatever precision trained it.
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from albert_tf.errors import AlbertError
+from albert_tf.export.precision import serving_copy
+
+QUANTIZE_MODES = ("none", "dynamic")
+_TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def input_names(model):
+  """The TFLite input names of a model: token ids, plus p_mask for SQuAD v2.0."""
+  if getattr(model, "version_2_with_negative", False):
+    return _TOKEN_INPUTS + ("p_mask",)
+  return _TOKEN_INPUTS
+
+
+def input_shape(model, max_seq_length):
+  """[1, num_choices, max_seq_length] for multiple choice, else [1, max_seq_length]."""
+  from albert_tf.models import AlbertMultipleChoice  # pylint: disable=g-import-not-at-top
+  if isinstance(model, AlbertMultipleChoice):
+    return [1, model.num_choices, max_seq_length]
+  return [1, max_seq_length]
+
+
+def _check_model(model, max_seq_length):
+  # pylint: disable-next=g-import-not-at-top
+  from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+  if not isinstance(model, (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel)):
+    raise AlbertError(f"TFLite export takes an AlbertClassifier, AlbertMultipleChoice or "
+                      f"AlbertSquadModel, not {type(model).__name__}")
+  limit = model.config.max_position_embeddings
+  if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or not (
+      1 <= max_seq_length <= limit):
+    raise AlbertError(f"max_seq_length={max_seq_length!r} is invalid for TFLite export: "
+                      f"expected an integer in [1, {limit}] (max_position_embeddings)")
+
+
+def tflite_bytes(model, max_seq_length, quantize="none"):
+  """The .tflite flatbuffer of `model` (see the module docstring)."""
+  if quantize not in QUANTIZE_MODES:
+    raise AlbertError(f"--tflite_quantize={quantize!r} is invalid: expected one of "
+                      f"{', '.join(QUANTIZE_MODES)}")
+  _check_model(model, max_seq_length)
+  model = serving_copy(model, "fp32")
+  names = input_names(model)
+  specs = [tf.TensorSpec(input_shape(model, max_seq_length), tf.int32, name=n) for n in names]
+
+  def run(*tensors):
+    outputs = model(dict(zip(names, tensors)), training=False)
+    return {k: tf.identity(v, name=k) for k, v in outputs.items()}
+
+  # tf.function needs named parameters to name the signature's inputs.
+  if len(names) == 4:
+    serve = tf.function(lambda input_ids, input_mask, segment_ids, p_mask: run(
+        input_ids, input_mask, segment_ids, p_mask), input_signature=specs)
+  else:
+    serve = tf.function(lambda input_ids, input_mask, segment_ids: run(
+        input_ids, input_mask, segment_ids), input_signature=specs)
+  module = tf.Module()
+  module.model_variables = list(model.variables)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+      [serve.get_concrete_function()], module)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  if quantize == "dynamic":
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  return converter.convert()
+
+
+def write_tflite(model, path, max_seq_length, quantize="none"):
+  """Writes `model` as a TFLite file at `path`, atomically (a temp file renamed into place).
+
+  Args:
+    model: AlbertClassifier, AlbertMultipleChoice or AlbertSquadModel (fine-tuned weights).
+    path: the .tflite file to write (e.g. <export_dir>/albert_model.tflite); its directory is
+      created if needed.
+    max_seq_length: the fixed sequence length of the inputs.
+    quantize: "none" (float32) or "dynamic" (int8 weights, float activations).
+  Returns:
+    path.
+  Raises:
+    AlbertError: another model type, a bad max_seq_length or quantize value.
+  """
+  data = tflite_bytes(model, max_seq_length, quantize)
+  path = os.fspath(path)
+  directory = os.path.dirname(path) or "."
+  os.makedirs(directory, exist_ok=True)
+  fd, temp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+    os.chmod(temp, 0o644)
+    os.replace(temp, path)
+  except BaseException:
+    if os.path.exists(temp):
+      os.remove(temp)
+    raise
+  return path

@@ -1,0 +1,123 @@
+"""Batch-1 latency of the TFLite export (float32 and dynamic-range int8) vs the SavedModel.
+
+ALBERT-base shape (V 30000, E 128, H 768, L 12, 12 heads, I 3072), a 2-class classifier with
+random weights (latency does not depend on them), sequence length 128.
+
+  .venv/bin/python bench/tflite_latency.py [--rounds=40] [--tflite_threads=0]
+
+Rows:
+  savedmodel       export_classifier (fp32) loaded with tf.saved_model.load, `token_ids`
+                   signature (it drops trailing all-padding positions first)
+  tflite fp32      write_tflite(quantize="none"), ai_edge_litert Interpreter signature runner
+  tflite dynamic   write_tflite(quantize="dynamic"): int8 weights, float activations
+Inputs: all 128 positions real, and only 32 real tokens (mask 0 after): the TFLite file has a
+fixed shape and computes all 128 positions either way.
+
+Timing: interleaved rounds (one call of each model per round, the order rotated every round),
+so drifts in machine speed hit all alike; per model the median, 10th-90th percentile and min;
+ratios are the median over rounds of the per-round ratio to the SavedModel (paired).
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+flags.DEFINE_integer("rounds", 40, "Timed rounds per input kind.")
+flags.DEFINE_integer("seq_length", 128, "Sequence length.")
+flags.DEFINE_integer("tflite_threads", 0, "Interpreter threads (0: one per CPU, as TF).")
+flags.DEFINE_string("work_dir", None, "Where the exports go (default: a temp dir).")
+FLAGS = flags.FLAGS
+
+BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+            num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072,
+            inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
+            initializer_range=0.02)
+
+
+def export_all(work_dir, seq_length):
+  """The SavedModel and both TFLite files of one model. Returns (savedmodel dir, {name: path})."""
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  model = AlbertClassifier(AlbertConfig.from_dict(BASE), num_classes=2)
+  saved = export_classifier(model, os.path.join(work_dir, "savedmodel"), ["0", "1"], seq_length)
+  files = {}
+  for quantize in ("none", "dynamic"):
+    name = "tflite fp32" if quantize == "none" else "tflite dynamic"
+    start = time.time()
+    files[name] = write_tflite(model, os.path.join(work_dir, f"albert_{quantize}.tflite"),
+                               seq_length, quantize=quantize)
+    print(f"{name}: {os.path.getsize(files[name]) / 2**20:.1f} MiB, converted in "
+          f"{time.time() - start:.0f} s")
+  return saved, files
+
+
+def time_interleaved(calls, rounds, warmup=3):
+  names = list(calls)
+  for name in names:
+    for _ in range(warmup):
+      calls[name]()
+  times = {name: [] for name in names}
+  for r in range(rounds):
+    shift = r % len(names)
+    for name in names[shift:] + names[:shift]:
+      start = time.perf_counter()
+      calls[name]()
+      times[name].append((time.perf_counter() - start) * 1000)
+  return times
+
+
+def main(_):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from ai_edge_litert.interpreter import Interpreter  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.WARNING)  # no per-function export chatter
+  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="tflite_latency_")
+  seq = FLAGS.seq_length
+  saved_dir, files = export_all(work_dir, seq)
+  signature = tf.saved_model.load(saved_dir).signatures["token_ids"]
+  threads = FLAGS.tflite_threads or os.cpu_count()
+  runners = {name: Interpreter(model_path=path, num_threads=threads).get_signature_runner()
+             for name, path in files.items()}
+  uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+  print(f"uptime before timing: {uptime.strip()}; {os.cpu_count()} CPUs, interpreter threads "
+        f"{threads}; exports in {work_dir}")
+  print(f"{'inputs':<22} {'model':<16} {'median ms':>10} {'p10-p90 ms':>16} {'min ms':>8} "
+        f"{'vs savedmodel':>14}")
+  for real in (seq, 32):
+    rng = np.random.default_rng(0)
+    mask = (np.arange(seq) < real).astype(np.int32)[None]
+    ids = rng.integers(5, 30000, size=(1, seq)).astype(np.int32) * mask
+    segments = (np.arange(seq) >= real // 2).astype(np.int32)[None] * mask
+    feed = dict(input_ids=ids, input_mask=mask, segment_ids=segments)
+    tensors = {k: tf.constant(v) for k, v in feed.items()}
+    calls = {"savedmodel": lambda: signature(**tensors)}
+    for name, runner in runners.items():
+      calls[name] = lambda r=runner: r(**feed)
+    times = time_interleaved(calls, FLAGS.rounds)
+    reference = calls["savedmodel"]()["probabilities"].numpy()
+    for name, ms in times.items():
+      deciles = statistics.quantiles(ms, n=10)
+      ratio = statistics.median(m / s for m, s in zip(ms, times["savedmodel"]))
+      print(f"batch 1, {real:>3} real tokens {name:<16} {statistics.median(ms):>10.1f} "
+            f"{deciles[0]:>7.1f}-{deciles[-1]:<8.1f} {min(ms):>8.1f} {ratio:>13.2f}x")
+    for name in runners:
+      diff = np.abs(calls[name]()["probabilities"] - reference).max()
+      print(f"  {name}: max |probability - savedmodel| = {diff:.2e}")
+  uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+  print(f"uptime after timing: {uptime.strip()}")
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,48 @@
+"""Exports a clean ALBERT checkpoint in the official TF1 layout (the official export_checkpoints.py).
+
+  python export_checkpoints.py --albert_directory=out/mrpc --checkpoint_name=model.ckpt-best \
+    --export_path=albert_mrpc/model.ckpt
+
+Reads <albert_directory>/albert_config.json and <albert_directory>/<checkpoint_name> (official
+TF1, ours, or an HF directory) and writes the model variables and global_step, without optimizer
+state, at --export_path.
+"""
+
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
+import os  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+from absl import app
+from absl import flags
+
+from albert_tf.errors import AlbertError, run_main
+
+flags.DEFINE_string("albert_directory", None, "Directory holding albert_config.json and the "
+                    "checkpoint.")
+flags.DEFINE_string("checkpoint_name", "model.ckpt-best", "Name of the checkpoint under "
+                    "albert_directory to be exported.")
+flags.DEFINE_bool("do_lower_case", True, "Official flag (the checkpoint does not depend on it).")
+flags.DEFINE_string("export_path", None, "Path (prefix) of the exported checkpoint.")
+flags.DEFINE_string("albert_config_file", None, "Extra: the config (default "
+                    "<albert_directory>/albert_config.json).")
+
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  if not FLAGS.export_path:
+    raise AlbertError("--export_path is required")
+  from albert_tf.checkpoints.export import export_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  config = AlbertConfig.from_json_file(
+      FLAGS.albert_config_file or os.path.join(FLAGS.albert_directory, "albert_config.json"))
+  checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
+  prefix, with_heads = export_checkpoint(config, checkpoint, FLAGS.export_path)
+  print(f"exported {checkpoint} to {prefix} (encoder"
+        f"{' + masked-LM and sentence-order heads' if with_heads else ' only: no pretraining heads in the checkpoint'})")
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("albert_directory")
+  app.run(run_main(main))

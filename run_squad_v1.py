@@ -1,0 +1,13 @@
+"""ALBERT on SQuAD v1.1: the official run_squad_v1.py command line, unchanged.
+
+A thin entry point of run_squad.py with the v1 head (span start/end logits, cls/squad) fixed,
+as the official script; every flag is run_squad.py's (official names and defaults).
+"""
+
+from albert_tf import console  # first: quiets TensorFlow before anything imports it
+console.quiet_startup()
+
+import run_squad  # pylint: disable=g-import-not-at-top,g-bad-import-order
+
+if __name__ == "__main__":
+  run_squad.run(version_2_with_negative=False)

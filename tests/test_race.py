@@ -123,7 +123,8 @@ def race_run(tmp_path_factory):
       eval_file=str(root / "race_eval.tf_record"), predict_file=None,
       strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
       master=None, precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
-      log_every_n_steps=1, iterations_per_loop=1, deterministic=False)
+      log_every_n_steps=1, iterations_per_loop=1, deterministic=False, tflite_quantize="none",
+      seed=None, recompute="none")
   summary = finetuning.run_race_from_flags(flags_obj)
   return root, summary
 

@@ -1,29 +1,24 @@
 """Pretrains ALBERT (masked LM + sentence-order prediction) on official pretraining TFRecords.
 
 The flags are the official run_pretraining.py's; the shared extras (--strategy, --precision,
---jit_compile, --gradient_accumulation_steps, ...) come from albert_tf.training.flags.
+--jit_compile, --gradient_accumulation_steps, ...) come from albert_tf/cli/flags.py.
 A run killed and started again with the same command resumes from its last checkpoint.
 """
 
 from albert_tf import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
-import os
-
 from absl import app
 from absl import flags
 
+from albert_tf.cli import flags as cli
 from albert_tf.errors import AlbertError, run_main
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("albert_config_file", None,
-                    "The config json file corresponding to the pre-trained ALBERT model.")
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
 flags.DEFINE_string("output_dir", None,
                     "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None,
-                    "Initial checkpoint (usually from a pre-trained ALBERT model).")
 flags.DEFINE_integer("max_seq_length", 512,
                      "The maximum total input sequence length after WordPiece tokenization.")
 flags.DEFINE_integer("max_predictions_per_seq", 20,
@@ -48,29 +43,39 @@ flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to 
                    "read (online masking). Default 0, for offline masking.")
 # Extra (not official).
 flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
-
-
-def _require(name):
-  if not getattr(FLAGS, name):
-    raise AlbertError(f"--{name} is required")
+cli.define_model_flags(vocabulary=False, hub_module=False)
+cli.define_runtime_flags()
 
 
 def main(argv):
   del argv
-  from albert_tf.training import flags as common_flags  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import pretraining  # pylint: disable=g-import-not-at-top
-
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.pretraining import PretrainingConfig, PretrainingTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
   for name in ("albert_config_file", "input_file", "output_dir"):
-    _require(name)
-  if not (FLAGS.do_train or FLAGS.do_eval):
-    raise AlbertError("at least one of --do_train or --do_eval must be set")
-  common_flags.apply_runtime_flags(FLAGS)
-  results = pretraining.run_pretraining(FLAGS, common_flags.strategy_from_flags(FLAGS))
-  if results.get("eval"):
-    print(f"eval results written to {os.path.join(FLAGS.output_dir, 'eval_results.txt')}")
+    if not getattr(FLAGS, name):
+      raise AlbertError(f"--{name} is required")
+  cli.require_action(("do_train", "do_eval"))
+  if FLAGS.num_train_steps <= 0:  # (RunConfig checks it too, under run_classifier's name)
+    raise AlbertError(f"--num_train_steps={FLAGS.num_train_steps} is invalid: expected > 0")
+  run_config = runner.RunConfig(
+      output_dir=FLAGS.output_dir, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+      train_steps=FLAGS.num_train_steps, warmup_steps=FLAGS.num_warmup_steps,
+      start_warmup_step=FLAGS.start_warmup_step, poly_power=FLAGS.poly_power,
+      learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer,
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+      keep_checkpoint_max=FLAGS.keep_checkpoint_max, max_eval_steps=FLAGS.max_eval_steps)
+  task = PretrainingTask(PretrainingConfig(
+      albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
+      input_file=FLAGS.input_file, max_seq_length=FLAGS.max_seq_length,
+      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
+      shuffle_seed=FLAGS.shuffle_seed, masked_lm_budget=FLAGS.masked_lm_budget))
+  summary = runner.run(task, run_config, cli.runtime_config())
+  if summary.get("eval"):
+    print(f"eval results written to {FLAGS.output_dir}/eval_results.txt")
 
 
 if __name__ == "__main__":
-  from albert_tf.training import flags as _common_flags  # pylint: disable=g-import-not-at-top
-  _common_flags.define_common_flags()
   app.run(run_main(main))

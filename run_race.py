@@ -11,53 +11,41 @@ console.quiet_startup()
 from absl import app
 from absl import flags
 
-from albert_tf.errors import run_main
-from albert_tf.training import flags as common_flags
+from albert_tf.cli import flags as cli
+from albert_tf.errors import AlbertError, run_main
 
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
-flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
 flags.DEFINE_string("task_name", "race", "The name of the task to train.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (when no --spm_model_file).")
 flags.DEFINE_string("train_file", None, "Preprocessed train TFRecord; generated if missing.")
 flags.DEFINE_string("eval_file", None, "Preprocessed eval TFRecord; generated if missing.")
 flags.DEFINE_string("predict_file", None, "Preprocessed predict TFRecord; generated if missing.")
-flags.DEFINE_string("spm_model_file", None, "SentencePiece model (30k-clean.model).")
-flags.DEFINE_string("output_dir", None, "Where checkpoints and results are written.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: official TF1 or ours.")
-flags.DEFINE_string("albert_hub_module_handle", None,
-                    "A local ALBERT TF-Hub module (official TF1 format, or export_savedmodel.py's "
-                    "output): config, weights and SentencePiece model come from it.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (uncased models).")
-flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
-flags.DEFINE_integer("max_seq_length", 512, "Total sequence length after tokenization.")
 flags.DEFINE_integer("max_qa_length", 128, "Max tokens of question + option (kept from the end).")
 flags.DEFINE_integer("num_keep_checkpoint", 5, "Official flag (every checkpoint is evaluated).")
 flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high school set.")
 flags.DEFINE_bool("middle_only", False, "Whether to only run the model on the middle school set.")
-flags.DEFINE_bool("do_train", True, "Whether to run training.")
-flags.DEFINE_bool("do_eval", True, "Whether to run eval on the dev set.")
-flags.DEFINE_bool("do_predict", False, "Whether to run the model on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 1e-5, "The initial learning rate.")
-flags.DEFINE_integer("train_step", 12000, "Total number of training steps to perform.")
-flags.DEFINE_integer("warmup_step", 1000, "Number of linear learning-rate warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 100, "How often to save the model checkpoint.")
-flags.DEFINE_string("optimizer", "adamw", "Extra: optimizer (adamw as the official, or lamb).")
 flags.DEFINE_string("cached_dir", None, "Extra: where features are cached when --train_file "
                     "etc. are not given (default --output_dir).")
-flags.DEFINE_string("export_dir", None, "If set, export the best checkpoint as a SavedModel "
-                    "for TF Serving here.")
-common_flags.define_common_flags()
-common_flags.define_export_flags()
-
+cli.define_model_flags()
+cli.define_job_flags(max_seq_length=512, do_train=True, learning_rate=1e-5,
+                     save_checkpoints_steps=100)
 FLAGS = flags.FLAGS
+FLAGS.set_default("do_eval", True)  # official run_race: train and evaluate by default
+cli.define_step_flags(train_step=12000, warmup_step=1000)
+cli.define_export_flags()
+cli.define_runtime_flags()
 
 
 def main(_):
-  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
-  finetuning.run_race_from_flags(FLAGS)
+  from albert_tf.tasks.race import RaceConfig, RaceTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
+  if (FLAGS.task_name or "race").lower() != "race":
+    raise AlbertError(f"--task_name={FLAGS.task_name!r} is not a known task; known tasks: race")
+  run_config = cli.step_job_config()
+  task = RaceTask(RaceConfig(
+      max_qa_length=FLAGS.max_qa_length, high_only=FLAGS.high_only,
+      middle_only=FLAGS.middle_only, train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
+      predict_file=FLAGS.predict_file, **cli.sentence_task_values(cli.model_source())))
+  cli.print_results(runner.run(task, run_config, cli.runtime_config()))
 
 
 if __name__ == "__main__":

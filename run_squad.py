@@ -23,14 +23,10 @@ console.quiet_startup()
 from absl import app
 from absl import flags
 
+from albert_tf.cli import flags as cli
 from albert_tf.errors import run_main
-from albert_tf.training import flags as common_flags
 
 # Official flags (run_squad_v1.py / run_squad_v2.py), official defaults.
-flags.DEFINE_string("albert_config_file", None, "albert_config.json of the pretrained model.")
-flags.DEFINE_string("vocab_file", None, "Official flag; SQuAD needs --spm_model_file.")
-flags.DEFINE_string("spm_model_file", None, "The SentencePiece model (30k-clean.model).")
-flags.DEFINE_string("output_dir", None, "Where checkpoints, predictions and results go.")
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions, e.g. dev-v1.1.json.")
 flags.DEFINE_string("train_feature_file", None, "Training feature TFRecord: written if missing, "
@@ -39,47 +35,59 @@ flags.DEFINE_string("predict_feature_file", None, "Prediction feature TFRecord: 
                     "missing, else reused (default: in --output_dir).")
 flags.DEFINE_string("predict_feature_left_file", None, "What prediction post-processing needs "
                     "besides the TFRecord (token maps): written if missing, else reused.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint: official TF1 or ours.")
-flags.DEFINE_string("albert_hub_module_handle", None,
-                    "A local ALBERT TF-Hub module (official TF1 format, or export_savedmodel.py's "
-                    "output): config, weights and SentencePiece model come from it.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the input text (uncased models).")
-flags.DEFINE_integer("max_seq_length", 384, "Total sequence length after tokenization.")
 flags.DEFINE_integer("doc_stride", 128, "Stride between passage windows (in pieces).")
 flags.DEFINE_integer("max_query_length", 64, "Questions are truncated to this many pieces.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
-flags.DEFINE_bool("do_predict", False, "Whether to predict and evaluate --predict_file.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predictions.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for AdamW.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training used for linear warmup.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
 flags.DEFINE_integer("n_best_size", 20, "Number of n-best predictions in nbest_predictions.json.")
 flags.DEFINE_integer("max_answer_length", 30, "Maximum answer length in pieces.")
 flags.DEFINE_bool("use_einsum", True, "Official v1 flag; accepted, no effect (we always use "
                   "einsum).")
-flags.DEFINE_string("export_dir", None, "If set, export the best (else latest) checkpoint here "
-                    "as a SavedModel (serving_default: input_ids, input_mask, segment_ids[, "
-                    "p_mask] -> the model outputs).")
 flags.DEFINE_integer("start_n_top", 5, "v2: beam size for the start positions.")
 flags.DEFINE_integer("end_n_top", 5, "v2: beam size for the end positions.")
-flags.DEFINE_float("dropout_prob", 0.1, "v2: dropout in the answerability classifier.")
 # Extras (not official).
 flags.DEFINE_bool("version_2_with_negative", None, "SQuAD v2.0 (unanswerable questions, the "
                   "official run_squad_v2.py head) or v1.1 (run_squad_v1.py). Default: v2.0 iff "
                   "--train_file (else --predict_file) is a v2.0 file.")
 flags.DEFINE_float("null_score_diff_threshold", None, "v2: predict \"\" when the null odds reach "
                    "this; default (official): the best-F1 threshold on --predict_file.")
-common_flags.define_common_flags()
-common_flags.define_export_flags()
+cli.define_model_flags()
+cli.define_job_flags(max_seq_length=384, learning_rate=5e-5, save_checkpoints_steps=1000,
+                     evaluation=False)
+cli.define_export_flags()
+cli.define_runtime_flags()
 
 FLAGS = flags.FLAGS
 
 
 def main(_):
-  from albert_tf.training import squad_task  # pylint: disable=g-import-not-at-top
-  squad_task.run_squad_from_flags(FLAGS)
+  from albert_tf.tasks.squad import SquadConfig, SquadTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
+  cli.require_action(("do_train", "do_predict", "export_dir"))
+  source = cli.model_source()
+  task = SquadTask(SquadConfig(
+      albert_config=source.config, spm_model_file=source.spm_model_file,
+      vocab_file=FLAGS.vocab_file, do_lower_case=source.do_lower_case,
+      init_checkpoint=source.init_checkpoint,
+      version_2_with_negative=FLAGS.version_2_with_negative,
+      train_file=FLAGS.train_file if FLAGS.do_train else None,
+      predict_file=FLAGS.predict_file if FLAGS.do_predict else None,  # (needed when predicting)
+      cache_dir=FLAGS.output_dir, train_feature_file=FLAGS.train_feature_file,
+      predict_feature_file=FLAGS.predict_feature_file,
+      predict_feature_left_file=FLAGS.predict_feature_left_file,
+      max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+      max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
+      max_answer_length=FLAGS.max_answer_length, start_n_top=FLAGS.start_n_top,
+      end_n_top=FLAGS.end_n_top, dropout_prob=FLAGS.dropout_prob,
+      null_score_diff_threshold=FLAGS.null_score_diff_threshold, shuffle_seed=FLAGS.seed))
+  # The official --do_predict evaluates every checkpoint when the file has answers (keeping the
+  # best F1), and otherwise predicts with model.ckpt-best (else the latest checkpoint).
+  evaluate = FLAGS.do_predict and task.has_gold_answers
+  run_config = cli.job_config(
+      do_eval=evaluate, do_predict=FLAGS.do_predict and not evaluate,
+      eval_batch_size=FLAGS.predict_batch_size, num_train_epochs=FLAGS.num_train_epochs,
+      warmup_proportion=FLAGS.warmup_proportion)
+  cli.print_results(runner.run(task, run_config, cli.runtime_config()))
 
 
 def run(version_2_with_negative=None):

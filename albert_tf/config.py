@@ -161,6 +161,13 @@ class AlbertConfig:
     """Number of groups the official variable layout has (G; L when nothing is shared)."""
     return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
 
+  def check_sequence_length(self, max_seq_length, flag="--max_seq_length"):
+    """Raises AlbertError unless sequences of `max_seq_length` fit the position embeddings."""
+    if max_seq_length > self.max_position_embeddings:
+      raise AlbertError(f"{flag}={max_seq_length} exceeds max_position_embeddings="
+                        f"{self.max_position_embeddings} of the albert config (the model was "
+                        "only trained up to that length)")
+
   # ---------------------------------------------------------------- validation
   def _fail(self, field, value, expected):
     where = self._source or "albert config"

@@ -86,7 +86,7 @@ def synthetic_batch(batch, seq, preds, vocab, seed=0):
 def build_ours(features, labels):
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import pretraining_task  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
   from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
   class InMemoryPretraining(pretraining_task.PretrainingTask):

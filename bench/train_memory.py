@@ -90,7 +90,7 @@ def _synthetic_batch(batch, seq, preds, vocab):
 def _ours(config, features, labels, batch, mode):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import pretraining_task  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
   from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
   class InMemoryPretraining(pretraining_task.PretrainingTask):

@@ -10,7 +10,7 @@ from albert_tf.heads.classification import ClassificationHead
 from albert_tf.heads.multiple_choice import MultipleChoiceHead
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.training.classification_task import ClassificationTask
+from albert_tf.tasks.glue import ClassificationTask, GlueConfig
 from tests.conftest import tiny_config_dict
 
 
@@ -93,8 +93,9 @@ def test_multiple_choice_model_runs_each_choice_through_the_encoder():
 
 
 def test_task_losses_against_numpy(tmp_path):
-  task = ClassificationTask("mrpc", str(tmp_path), _config(), max_seq_length=16,
-                            cached_dir=str(tmp_path), tokenizer=object())
+  task = ClassificationTask(GlueConfig(_config(), str(tmp_path), task_name="mrpc",
+                                       max_seq_length=16, cached_dir=str(tmp_path)),
+                            tokenizer=object())
   logits = np.array([[2.0, -1.0], [0.5, 0.5], [-1.0, 3.0]], np.float32)
   labels = {"label_ids": tf.constant([0, 1, 0]), "is_real_example": tf.constant([1., 1., 0.])}
   loss, _ = task.build_losses(labels, {"logits": tf.constant(logits)}, global_batch_size=4)
@@ -106,8 +107,9 @@ def test_task_losses_against_numpy(tmp_path):
   result = task.reduce_outputs(state)
   assert result["eval_accuracy"] == 0.5 and result["num_examples"] == 2
   assert result["eval_loss"] == pytest.approx(-(log_probs[0, 0] + log_probs[1, 1]) / 2, rel=1e-5)
-  stsb = ClassificationTask("sts-b", str(tmp_path), _config(), max_seq_length=16,
-                            cached_dir=str(tmp_path), tokenizer=object())
+  stsb = ClassificationTask(GlueConfig(_config(), str(tmp_path), task_name="sts-b",
+                                       max_seq_length=16, cached_dir=str(tmp_path)),
+                            tokenizer=object())
   loss, _ = stsb.build_losses({"label_ids": tf.constant([1.0, 3.0])},
                               {"logits": tf.constant([[1.5], [2.0]])}, global_batch_size=2)
   assert float(loss) == pytest.approx((0.25 + 1.0) / 2)

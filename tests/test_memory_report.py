@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.training import flags as common_flags
+from albert_tf.cli import flags as cli
 from albert_tf.training import memory
-from albert_tf.training import pretraining_task
+from albert_tf.tasks import pretraining as pretraining_task
 from tests.helpers import training as helpers
 
 
@@ -42,15 +42,18 @@ def test_report_lists_gpu_peaks(monkeypatch):
 
 
 def test_recompute_flag_reaches_the_trainer_kwargs():
-  common_flags.define_common_flags()
+  cli.define_runtime_flags()
   flag = flags.FLAGS["recompute"]
   assert flag.default == "none"
   assert flag.parser.parse("layer") == "layer" and flag.parser.parse("attention") == "attention"
   with pytest.raises(ValueError):
     flag.parser.parse("everything")
-  f = types.SimpleNamespace(precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
-                            log_every_n_steps=1, iterations_per_loop=10, recompute="layer")
-  assert common_flags.trainer_kwargs_from_flags(f)["recompute"] == "layer"
+  f = types.SimpleNamespace(strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None,
+                            gcp_project=None, master=None, precision="fp32", jit_compile=False,
+                            gradient_accumulation_steps=1, log_every_n_steps=1,
+                            iterations_per_loop=10, recompute="layer", deterministic=False,
+                            seed=None)
+  assert cli.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
 
 
 @pytest.fixture(scope="module")

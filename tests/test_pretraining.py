@@ -1,7 +1,6 @@
 """Pretraining: learning on real text, the official eval_results.txt, and bad-input errors."""
 
 import os
-import types
 
 import numpy as np
 import pytest
@@ -11,8 +10,9 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.data import pretraining_dataset
 from albert_tf.errors import AlbertError
-from albert_tf.training import pretraining
-from albert_tf.training import pretraining_task
+from albert_tf.training import runner
+from albert_tf.training.runtime import RuntimeConfig
+from albert_tf.tasks import pretraining as pretraining_task
 from tests.helpers import training as helpers
 
 
@@ -26,19 +26,19 @@ def real_text_data(tmp_path_factory):
   return data, config
 
 
-def _flags(config, data, output_dir, **overrides):
-  values = dict(
-      albert_config_file=config, input_file=data, output_dir=str(output_dir),
-      init_checkpoint=None, max_seq_length=helpers.TINY_SEQ,
-      max_predictions_per_seq=helpers.TINY_PREDS, do_train=True, do_eval=True,
-      train_batch_size=32, eval_batch_size=32, optimizer="lamb", learning_rate=0.05,
-      poly_power=1.0, num_train_steps=400, num_warmup_steps=40, start_warmup_step=0,
-      save_checkpoints_steps=400, keep_checkpoint_max=2, iterations_per_loop=100,
-      max_eval_steps=4, init_from_group0=False, shuffle_seed=1, strategy="default",
-      precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
-      log_every_n_steps=20, deterministic=False, use_tpu=False, masked_lm_budget=0.0)
-  values.update(overrides)
-  return types.SimpleNamespace(**values)
+def _run_pretraining(config, data, output_dir, **overrides):
+  """What run_pretraining.py runs for these settings: the task, the run and the runtime."""
+  task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
+      albert_config=AlbertConfig.from_json_file(config), input_file=data,
+      max_seq_length=helpers.TINY_SEQ, max_predictions_per_seq=helpers.TINY_PREDS,
+      shuffle_seed=1))
+  run_config = dict(
+      output_dir=str(output_dir), do_train=True, do_eval=True, train_batch_size=32,
+      eval_batch_size=32, optimizer="lamb", learning_rate=0.05, train_steps=400,
+      warmup_steps=40, save_checkpoints_steps=400, keep_checkpoint_max=2, max_eval_steps=4)
+  run_config.update(overrides)
+  return runner.run(task, runner.RunConfig(**run_config), RuntimeConfig(
+      strategy="default", steps_per_loop=100, log_every_n_steps=20))
 
 
 def test_short_run_drives_mlm_and_sop_losses_down(real_text_data, tmp_path, capsys):
@@ -46,8 +46,8 @@ def test_short_run_drives_mlm_and_sop_losses_down(real_text_data, tmp_path, caps
   tf_keras.utils.set_random_seed(0)
   # AdamW (the official --optimizer adamw): on a model this small, LAMB's per-layer trust ratio
   # needs far more steps before SOP moves (LAMB's numerics are tested in test_optimizer.py).
-  f = _flags(config, data, tmp_path / "run", optimizer="adamw", learning_rate=0.002)
-  results = pretraining.run_pretraining(f, tf.distribute.get_strategy())
+  results = _run_pretraining(config, data, tmp_path / "run", optimizer="adamw",
+                             learning_rate=0.002)
   lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step ")]
   assert len(lines) == 20, lines
 
@@ -171,7 +171,6 @@ def test_script_prints_one_line_error(tmp_path, capsys):
   import runpy  # pylint: disable=g-import-not-at-top
   from absl import flags  # pylint: disable=g-import-not-at-top
   from albert_tf.errors import run_main  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import flags as common_flags  # pylint: disable=g-import-not-at-top
   # Other scripts' tests may have defined flags of the same (official) names in this process:
   # drop them, load the script, and remove what it defined afterwards.
   script_flags = ("albert_config_file", "input_file", "output_dir", "init_checkpoint",
@@ -185,7 +184,6 @@ def test_script_prints_one_line_error(tmp_path, capsys):
       delattr(flags.FLAGS, name)
   before = set(flags.FLAGS)
   script = runpy.run_path(str(helpers.REPO_ROOT / "run_pretraining.py"), run_name="script")
-  common_flags.define_common_flags()
   config = helpers.tiny_config(tmp_path / "c.json")
   argv = ["run_pretraining.py"] + helpers.pretraining_flags(
       config, str(tmp_path / "none-*.tfrecord"), tmp_path / "o", 2)

@@ -2,14 +2,13 @@
 
 import json
 import os
-import types
 
 import numpy as np
 import pytest
 
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
-from albert_tf.training.race_task import RaceTask
+from albert_tf.tasks.race import RaceConfig, RaceTask
 from tests.conftest import tiny_config_dict
 from tests.helpers import finetune
 
@@ -86,8 +85,8 @@ def test_race_conversion_keeps_end_of_question_and_cuts_context():
 
 
 def test_race_task_per_level_accuracy(tmp_path):
-  task = RaceTask(str(tmp_path), _config(), max_seq_length=16, max_qa_length=8,
-                  cached_dir=str(tmp_path), tokenizer=object())
+  task = RaceTask(RaceConfig(_config(), str(tmp_path), max_seq_length=16, max_qa_length=8,
+                             cached_dir=str(tmp_path)), tokenizer=object())
   logits = np.eye(4, dtype=np.float32)[[0, 1, 2, 3]]
   labels = {"label_ids": np.array([0, 1, 0, 0]), "level": np.array([0, 0, 1, 1]),
             "is_real_example": np.ones(4, np.float32)}
@@ -95,7 +94,7 @@ def test_race_task_per_level_accuracy(tmp_path):
   assert result["eval_accuracy"] == 0.5
   assert result["middle_accuracy"] == 1.0 and result["high_accuracy"] == 0.0
   with pytest.raises(AlbertError, match="max_qa_length=20 must be in"):
-    RaceTask(str(tmp_path), _config(), max_seq_length=16, max_qa_length=20, tokenizer=object())
+    RaceConfig(_config(), str(tmp_path), max_seq_length=16, max_qa_length=20)
 
 
 def _config():
@@ -105,27 +104,23 @@ def _config():
 
 @pytest.fixture(scope="module")
 def race_run(tmp_path_factory):
-  """A 2-step run_race through the shared fine-tuning path (train, eval all ckpts, predict)."""
-  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
+  """A 2-step run_race through the one runner (train, eval all ckpts, predict)."""
+  from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
+  from albert_tf.training.runtime import RuntimeConfig  # pylint: disable=g-import-not-at-top
   from tests.helpers.text import make_tiny_spm_model  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("race_run")
   spm = make_tiny_spm_model(str(root))
   finetune.write_race(str(root / "data"), files_per_level=1)
   config = finetune.write_tiny_config(str(root / "albert_config.json"))
-  flags_obj = types.SimpleNamespace(
-      task_name="race", data_dir=str(root / "data"), output_dir=str(root / "out"),
-      albert_config_file=config, spm_model_file=spm, vocab_file=None, init_checkpoint=None,
-      albert_hub_module_handle=None, do_lower_case=True, max_seq_length=24, max_qa_length=8,
-      dropout_prob=0.1, high_only=False, middle_only=False, do_train=True, do_eval=True,
-      do_predict=True, train_batch_size=2, eval_batch_size=3, predict_batch_size=3,
-      learning_rate=1e-3, train_step=2, warmup_step=0, save_checkpoints_steps=1,
-      optimizer="adamw", cached_dir=None, export_dir=None, train_file=None,
-      eval_file=str(root / "race_eval.tf_record"), predict_file=None,
-      strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-      master=None, precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
-      log_every_n_steps=1, iterations_per_loop=1, deterministic=False, tflite_quantize="none",
-      seed=None, recompute="none")
-  summary = finetuning.run_race_from_flags(flags_obj)
+  task = RaceTask(RaceConfig(
+      config, str(root / "data"), max_seq_length=24, max_qa_length=8,
+      cached_dir=str(root / "out"), spm_model_file=spm,
+      eval_file=str(root / "race_eval.tf_record")))
+  summary = runner.run(task, runner.RunConfig(
+      output_dir=str(root / "out"), do_train=True, do_eval=True, do_predict=True,
+      train_batch_size=2, eval_batch_size=3, predict_batch_size=3, learning_rate=1e-3,
+      train_steps=2, warmup_steps=0, save_checkpoints_steps=1),
+      RuntimeConfig(log_every_n_steps=1, steps_per_loop=1))
   return root, summary
 
 

@@ -217,7 +217,7 @@ def test_trainer_sets_recompute_on_the_built_model():
     trainer_lib.Trainer(task, recompute="layer")
   with pytest.raises(AlbertError, match="recompute='all' is invalid"):
     trainer_lib.Trainer(task, recompute="all")
-  from albert_tf.training import pretraining_task  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
   task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
       AlbertConfig.from_dict(tiny_config_dict()), max_seq_length=32,
       max_predictions_per_seq=5))
@@ -237,7 +237,8 @@ import tf_keras
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from albert_tf.config import AlbertConfig
-from albert_tf.training import optimizer as opt_lib, pretraining_task, trainer as trainer_lib
+from albert_tf.tasks import pretraining as pretraining_task
+from albert_tf.training import optimizer as opt_lib, trainer as trainer_lib
 config, data, out = sys.argv[1:4]
 params = dict(albert_config=AlbertConfig.from_json_file(config), input_file=data,
               max_seq_length=%d, max_predictions_per_seq=%d, shuffle_seed=3)

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.models.squad import AlbertSquadModel
-from albert_tf.training import squad_task
+from albert_tf.tasks.squad import SquadConfig, SquadTask
 from tests.helpers import squad as squad_helpers
 
 BATCH, SEQ = 2, 12
@@ -81,7 +81,8 @@ def test_losses_match_numpy(v2):
   else:
     outputs = {"start_logits": logits_s, "end_logits": logits_e}
   outputs = {k: tf.constant(v, tf.float32) for k, v in outputs.items()}
-  task = squad_task.SquadTask(_config(), version_2_with_negative=v2, max_seq_length=9)
+  task = SquadTask(SquadConfig(_config(), version_2_with_negative=v2, max_seq_length=9,
+                               max_query_length=4))
   loss, aux = task.build_losses({k: tf.constant(v) for k, v in labels.items()}, outputs,
                                 global_batch_size=4)
   rows = np.arange(3)
@@ -105,8 +106,8 @@ def test_init_checkpoint_from_pretraining_loads_the_encoder(tmp_path):
   inputs = _inputs()
   pretrainer(dict(inputs, masked_lm_positions=tf.zeros([BATCH, 2], tf.int32)), training=False)
   path = tf.train.Checkpoint(model=pretrainer).write(str(tmp_path / "pretrained"))
-  task = squad_task.SquadTask(config, version_2_with_negative=True, max_seq_length=SEQ,
-                              init_checkpoint=path)
+  task = SquadTask(SquadConfig(config, version_2_with_negative=True, max_seq_length=SEQ,
+                               max_query_length=4, init_checkpoint=path))
   model = task.build_model()
   model(inputs)
   task.initialize(model)
@@ -143,8 +144,8 @@ def test_official_tf1_squad_checkpoint_loads_encoder_and_head(tmp_path, v2):
   prefix = str(tmp_path / "model.ckpt-best")
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=sorted(names), shape_and_slices=[""] * len(names),
                     tensors=[names[n].numpy() for n in sorted(names)])
-  task = squad_task.SquadTask(config, version_2_with_negative=v2, max_seq_length=SEQ,
-                              init_checkpoint=prefix)
+  task = SquadTask(SquadConfig(config, version_2_with_negative=v2, max_seq_length=SEQ,
+                               max_query_length=4, init_checkpoint=prefix))
   model = task.build_model()
   model(_inputs())
   task.initialize(model)

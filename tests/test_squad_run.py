@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -19,8 +20,10 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import squad as squad_data
 from albert_tf.models.squad import AlbertSquadModel
 from albert_tf.errors import AlbertError
-from albert_tf.training import squad_task
-from albert_tf.training.trainer import Trainer
+from albert_tf.cli import flags as cli
+from albert_tf.tasks.squad import SquadConfig, SquadTask
+from albert_tf.training import runner
+from albert_tf.training.runtime import RuntimeConfig
 from tests.helpers import squad as squad_helpers
 
 # The two extra questions on the two-window geography passage need many more steps to separate;
@@ -46,20 +49,31 @@ def assets(tmp_path_factory):
   return {"root": root, "spm": spm, "config": config_path, "v1": v1_path}
 
 
-def _trainer_factory(output_dir):
-  """What run_squad_from_flags builds, with the default strategy and fp32."""
-  return lambda task, optimizer_fn: Trainer(
-      task, output_dir=output_dir, optimizer_fn=optimizer_fn, save_checkpoints_steps=1000,
-      keep_checkpoint_max=None, log_every_n_steps=100)
-
-
 def _run(assets, output_dir, **kwargs):
-  defaults = dict(albert_config_file=assets["config"], output_dir=output_dir,
-                  spm_model_file=assets["spm"], max_seq_length=128, doc_stride=32,
-                  max_query_length=16, train_batch_size=8, predict_batch_size=8,
-                  learning_rate=3e-3, seed=0)
-  defaults.update(kwargs)
-  return squad_task.run_squad(squad_task.SquadRun(**defaults), _trainer_factory(output_dir))
+  """What run_squad.py's main runs for these flags (with the default strategy and fp32)."""
+  f = dict(albert_config_file=assets["config"], output_dir=output_dir,
+           spm_model_file=assets["spm"], max_seq_length=128, doc_stride=32, max_query_length=16,
+           train_batch_size=8, predict_batch_size=8, learning_rate=3e-3, seed=0,
+           do_train=False, do_predict=False, export_dir=None, train_file=None,
+           predict_file=None, num_train_epochs=3.0)
+  f.update(kwargs)
+  cli.require_action(("do_train", "do_predict", "export_dir"), types.SimpleNamespace(**f))
+  run_keys = ("do_train", "train_batch_size", "predict_batch_size", "learning_rate",
+              "num_train_epochs", "export_dir")
+  task_values = {k: v for k, v in f.items() if k not in run_keys + (
+      "albert_config_file", "output_dir", "seed", "do_predict")}
+  if not f["do_train"]:
+    task_values["train_file"] = None
+  if not f["do_predict"]:
+    task_values["predict_file"] = None
+  task = SquadTask(SquadConfig(AlbertConfig.from_json_file(f["albert_config_file"]),
+                               cache_dir=output_dir, shuffle_seed=f["seed"], **task_values))
+  evaluate = f["do_predict"] and task.has_gold_answers
+  run_config = runner.RunConfig(
+      output_dir=output_dir, do_eval=evaluate, do_predict=f["do_predict"] and not evaluate,
+      eval_batch_size=f["predict_batch_size"], warmup_proportion=0.1,
+      **{k: f[k] for k in run_keys})
+  return runner.run(task, run_config, RuntimeConfig(seed=f["seed"]))
 
 
 def _load(output_dir, name):
@@ -74,7 +88,7 @@ def test_v1_overfits_to_exact_match_100(assets, tmp_path):
                  do_train=True, do_predict=True, num_train_epochs=400.0)
   assert summary["num_train_steps"] == 400
   assert summary["train"]["loss"] < 0.05
-  metrics = summary["best_metrics"]
+  metrics = summary["best_result"]
   assert metrics["exact_match"] == 100.0 and metrics["f1"] == 100.0
   predictions = _load(out, "predictions.json")
   with open(assets["v1"], encoding="utf-8") as f:
@@ -102,7 +116,7 @@ def test_v1_overfits_to_exact_match_100(assets, tmp_path):
   unlabelled_path = squad_helpers.write_json(tmp_path / "unlabelled.json", unlabelled)
   os.remove(os.path.join(out, "predictions.json"))
   again = _run(assets, out, predict_file=unlabelled_path, do_predict=True)
-  assert "exact_match" not in again["best_metrics"]
+  assert "best_result" not in again  # no answers: predicted, not evaluated
   assert _load(out, "predictions.json") == gold
   assert mtimes == {p: os.path.getmtime(os.path.join(out, p)) for p in cached}
   # --export_dir alone exports the best checkpoint; the SavedModel computes what the model does.
@@ -117,7 +131,7 @@ def test_v1_overfits_to_exact_match_100(assets, tmp_path):
   model = AlbertSquadModel(AlbertConfig.from_json_file(assets["config"]))
   model(batch)
   # The export is the official model.ckpt-best (TF1 layout, best F1 of the labelled sweep).
-  assert again["best_checkpoint"] == os.path.join(out, "model.ckpt-best")
+  assert again["predict_checkpoint"] == os.path.join(out, "model.ckpt-best")
   reader = tf.train.load_checkpoint(os.path.join(out, "model.ckpt-best"))
   assert reader.has_tensor("cls/squad/output_weights") and reader.has_tensor("global_step")
   restore_model_weights(model, os.path.join(out, "model.ckpt-best"))
@@ -142,15 +156,15 @@ def test_v2_predicts_empty_for_unanswerable_after_overfitting(assets, tmp_path):
                          "v2-geo-height": "3,776 metres"}
   null_odds = _load(out, "null_odds.json")
   assert all((null_odds[k] > 0) == (v == "") for k, v in predictions.items())
-  metrics = summary["best_metrics"]
+  metrics = summary["best_result"]
   for key in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
     assert metrics[key] == 100.0, key
   assert metrics["HasAns_total"] == 4 and metrics["NoAns_total"] == 2
   # The official flow (threshold tuned on the predict file) gives the same predictions here.
   # No version flag: a v2.0 predict file selects the v2.0 head (official command lines).
   tuned = _run(assets, out, predict_file=v2, do_predict=True, start_n_top=3, end_n_top=3)
-  assert tuned["version_2_with_negative"]
-  assert tuned["best_metrics"]["exact"] == 100.0
+  assert tuned["task"] == "squad/v2.0"
+  assert tuned["best_result"]["exact"] == 100.0
   assert _load(out, "predictions.json") == predictions
 
 
@@ -177,12 +191,11 @@ def test_official_flag_validation(assets, tmp_path):
       (dict(do_train=True), "--do_train needs --train_file"),
       (dict(max_seq_length=64, max_query_length=61),
        r"--max_seq_length \(64\) must be greater than --max_query_length \(61\) \+ 3"),
-      (dict(max_seq_length=256), "--max_seq_length=256: the model was only trained up to "
-                                 "sequence length 128"),
+      (dict(max_seq_length=256), "--max_seq_length=256 exceeds max_position_embeddings=128 of "
+                                 "the albert config"),
       (dict(spm_model_file=None), "--spm_model_file is required"),
       (dict(doc_stride=0), "--doc_stride=0 is invalid"),
   ]
   for overrides, message in cases:
     with pytest.raises(AlbertError, match=message):
-      squad_task.run_squad(squad_task.SquadRun(**dict(base, **overrides)),
-                           _trainer_factory(str(tmp_path)))
+      _run(assets, **dict(base, **overrides))

@@ -17,7 +17,6 @@ moments, learning-rate schedule position and data.
 """
 
 import contextlib
-import json
 import math
 import os
 import shutil
@@ -28,12 +27,13 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.networks import encoder as encoder_lib
 from albert_tf.training import memory
 from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import strategy as strategy_lib
-from albert_tf.training.task import Task
+from albert_tf.tasks.base import Task
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 _INPUT_STATE_DIR = "train_input_state"
@@ -58,11 +58,7 @@ def _to_numpy(structure):
 
 def write_results_file(path, results):
   """`key = value` lines, sorted by key (the official eval_results.txt), written atomically."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    for key in sorted(results):
-      f.write(f"{key} = {results[key]}\n")
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+  fileio.write_text(path, "".join(f"{key} = {results[key]}\n" for key in sorted(results)))
 
 
 _INPUT_SIGNATURE_FILE = "input_signature.json"
@@ -84,18 +80,7 @@ def _batch_shapes(element_spec, prefix=""):
 
 def _read_input_signature(input_dir):
   path = os.path.join(input_dir, _INPUT_SIGNATURE_FILE)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path, "r") as f:
-    return json.load(f)
-
-
-def _write_input_signature(input_dir, signature):
-  path = os.path.join(input_dir, _INPUT_SIGNATURE_FILE)
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    json.dump(signature, f, sort_keys=True)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+  return fileio.read_json(path) if tf.io.gfile.exists(path) else None
 
 
 def _signature_difference(saved, current):
@@ -116,7 +101,7 @@ class Trainer:
   """Runs a `Task` for train / evaluate / predict under a tf.distribute strategy.
 
   Args:
-    task: an `albert_tf.training.task.Task`.
+    task: an `albert_tf.tasks.base.Task`.
     strategy: tf.distribute.Strategy (default: the current/default strategy).
     output_dir: checkpoints, TensorBoard summaries (train/, eval/) and input state.
     optimizer_fn: zero-arg callable returning a Keras (legacy) optimizer, e.g.
@@ -455,7 +440,8 @@ class Trainer:
       # Every worker saves its input position first, then (after a barrier, so no worker's
       # position lags the model checkpoint) the model; non-chief model saves go to scratch.
       input_manager.save(checkpoint_number=step)
-      _write_input_signature(input_dir, input_signature)
+      fileio.write_json(os.path.join(input_dir, _INPUT_SIGNATURE_FILE), input_signature,
+                        sort_keys=True)
       self._barrier()
       if self.is_chief:
         manager.save(checkpoint_number=step)

@@ -154,7 +154,7 @@ def make_toy_task(num_classes=3, vocab_size=50, seq_len=8, num_examples=64, seed
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tf_keras  # pylint: disable=g-import-not-at-top
-  from albert_tf.training.task import Task  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.base import Task  # pylint: disable=g-import-not-at-top
 
   rng = np.random.default_rng(seed)
   ids = rng.integers(1, vocab_size, size=(num_examples, seq_len)).astype(np.int32)
@@ -217,7 +217,8 @@ tf.config.experimental.enable_op_determinism()
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from albert_tf.config import AlbertConfig
-from albert_tf.training import optimizer as opt_lib, pretraining_task, trainer as trainer_lib
+from albert_tf.tasks import pretraining as pretraining_task
+from albert_tf.training import optimizer as opt_lib, trainer as trainer_lib
 config, data, out, steps, batch = sys.argv[1:6]
 steps, batch = int(steps), int(batch)
 params = dict(albert_config=AlbertConfig.from_json_file(config), input_file=data,

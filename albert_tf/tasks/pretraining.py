@@ -9,7 +9,7 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.data import pretraining_dataset
 from albert_tf.errors import AlbertError
-from albert_tf.training.task import Task
+from albert_tf.tasks.base import Task
 
 FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 # The keys of the official eval_results.txt.
@@ -31,6 +31,18 @@ class PretrainingConfig:
   # The official --masked_lm_budget: > 0 re-masks every read instance online (see
   # albert_tf/data/online_masking.py); 0 uses the records' own (offline) masks.
   masked_lm_budget: float = 0.0
+
+  def __post_init__(self):
+    self.albert_config.check_sequence_length(self.max_seq_length)
+    for name in ("max_seq_length", "max_predictions_per_seq"):
+      if getattr(self, name) <= 0:
+        raise AlbertError(f"--{name}={getattr(self, name)} is invalid: expected > 0")
+    if self.max_predictions_per_seq > self.max_seq_length:
+      raise AlbertError(f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "
+                        f"--max_seq_length={self.max_seq_length}")
+    if self.masked_lm_budget < 0:
+      raise AlbertError(f"--masked_lm_budget={self.masked_lm_budget} is invalid: expected >= 0 "
+                        "(0: the records' own masks)")
 
 
 def masked_lm_example_loss(mlm_logits, masked_lm_ids):
@@ -59,14 +71,7 @@ class PretrainingTask(Task):
   def __init__(self, params: PretrainingConfig):
     self.params = params
     self.init_checkpoint = params.init_checkpoint
-    config = params.albert_config
-    if params.max_seq_length > config.max_position_embeddings:
-      raise AlbertError(f"--max_seq_length={params.max_seq_length} exceeds "
-                        f"max_position_embeddings={config.max_position_embeddings} of the albert "
-                        f"config")
-    if params.max_predictions_per_seq > params.max_seq_length:
-      raise AlbertError(f"--max_predictions_per_seq={params.max_predictions_per_seq} exceeds "
-                        f"--max_seq_length={params.max_seq_length}")
+    self.max_seq_length = params.max_seq_length
 
   def build_model(self):
     from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
@@ -141,3 +146,7 @@ class PretrainingTask(Task):
           masked_lm_example_loss(outputs["mlm_logits"], mlm_ids), sample_weight=weights)
       by_name["sentence_order_loss"].update_state(
           sentence_order_example_loss(outputs["sop_logits"], sop_labels))
+
+  def eval_results(self, results):
+    """The official eval_results.txt keys."""
+    return {k: results[k] for k in OFFICIAL_EVAL_KEYS}

@@ -1,24 +1,50 @@
 """RACE fine-tuning as a Task: passages -> 4-choice features -> AlbertMultipleChoice -> accuracy.
 
 Accuracy is reported overall and for the middle- and high-school parts separately
-(`eval_accuracy`, `middle_accuracy`, `high_accuracy`), as the RACE papers do.
+(`eval_accuracy`, `middle_accuracy`, `high_accuracy`), as the RACE papers do. Prediction
+writes test_results.tsv, predictions.tsv and, since RACE test sets carry answers, the official
+predict_results.txt.
 """
+
+import dataclasses
+import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.config import AlbertConfig
+from albert_tf import fileio
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
-from albert_tf.training.classification_task import (MODE_TO_SPLIT, FineTuningData,
-                                                     concat_real_examples)
-from albert_tf.training.task import Task
+from albert_tf.tasks.base import Task
+from albert_tf.tasks.finetuning_data import (MODE_TO_SPLIT, SentenceTaskConfig, SentenceTaskData,
+                                             concat_real_examples, write_probabilities)
 
 
-class RaceTask(Task, FineTuningData):
+@dataclasses.dataclass
+class RaceConfig(SentenceTaskConfig):
+  """run_race.py's task flags."""
+  max_qa_length: int = 128
+  high_only: bool = False
+  middle_only: bool = False
+  # The official --train_file / --eval_file / --predict_file: explicit feature files.
+  train_file: Optional[str] = None
+  eval_file: Optional[str] = None
+  predict_file: Optional[str] = None
+
+  def __post_init__(self):
+    super().__post_init__()
+    if not 0 < self.max_qa_length <= self.max_seq_length - 3:
+      raise AlbertError(f"--max_qa_length={self.max_qa_length} must be in [1, max_seq_length - 3 "
+                        f"= {self.max_seq_length - 3}]")
+    if self.high_only and self.middle_only:
+      raise AlbertError("--high_only and --middle_only cannot both be set")
+
+
+class RaceTask(SentenceTaskData, Task):
   """Multiple choice over 4 options, softmax cross-entropy over the choice scores.
 
   Features: input_ids / input_mask / segment_ids int32 [batch, 4, seq_len].
@@ -26,32 +52,18 @@ class RaceTask(Task, FineTuningData):
   """
 
   name = "race"
+  cache_name = "race"
+  best_metric = "eval_accuracy"
 
-  def __init__(self, data_dir, albert_config, max_seq_length=512, max_qa_length=128,
-               cached_dir=None, spm_model_file=None, vocab_file=None, do_lower_case=True,
-               init_checkpoint=None, dropout_rate=0.1, high_only=False, middle_only=False,
-               tokenizer=None):
-    if isinstance(albert_config, str):
-      albert_config = AlbertConfig.from_json_file(albert_config)
-    if max_seq_length > albert_config.max_position_embeddings:
-      raise AlbertError(f"--max_seq_length={max_seq_length} exceeds the model's "
-                        f"max_position_embeddings={albert_config.max_position_embeddings}")
-    if not 0 < max_qa_length <= max_seq_length - 3:
-      raise AlbertError(f"--max_qa_length={max_qa_length} must be in [1, max_seq_length - 3 = "
-                        f"{max_seq_length - 3}]")
-    if high_only and middle_only:
-      raise AlbertError("--high_only and --middle_only cannot both be set")
-    FineTuningData.__init__(self, data_dir, max_seq_length, cached_dir, spm_model_file,
-                            vocab_file, do_lower_case, tokenizer)
-    self.albert_config = albert_config
-    self.check_vocabulary(albert_config)
-    self.max_qa_length = max_qa_length
-    self.init_checkpoint = init_checkpoint
-    self.dropout_rate = dropout_rate
-    self.high_only = high_only
-    self.middle_only = middle_only
+  def __init__(self, params: RaceConfig, tokenizer=None):
+    self._init_data(params, tokenizer)
+    self.max_qa_length = params.max_qa_length
+    self.high_only = params.high_only
+    self.middle_only = params.middle_only
     self.num_choices = race.NUM_CHOICES
-    self.spec_best_metric = "eval_accuracy"
+    self.explicit_files.update({mode: path for mode, path in (
+        ("train", params.train_file), ("eval", params.eval_file),
+        ("predict", params.predict_file)) if path})
 
   @property
   def label_list(self):
@@ -72,9 +84,6 @@ class RaceTask(Task, FineTuningData):
     return classifier_features.convert_race_example(example, self.max_seq_length,
                                                     self.max_qa_length, self.tokenizer)
 
-  def features_file(self, mode, name="race"):
-    return FineTuningData.features_file(self, mode, name)
-
   def build_inputs(self, mode, batch_size, input_context=None):
     path = self.features_file(mode)
     classifier_features.check_record_length(path, self.max_seq_length, self.num_choices)
@@ -93,12 +102,6 @@ class RaceTask(Task, FineTuningData):
   def build_model(self):
     return AlbertMultipleChoice(self.albert_config, num_choices=self.num_choices,
                                 dropout_rate=self.dropout_rate)
-
-  def initialize(self, model):
-    if self.init_checkpoint:
-      from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
-      return init_from_checkpoint(model, self.init_checkpoint)
-    return None
 
   # ------------------------------------------------------------------ loss and metrics
   def build_losses(self, labels, outputs, global_batch_size):
@@ -145,3 +148,40 @@ class RaceTask(Task, FineTuningData):
 
   def predictions_from_outputs(self, outputs):
     return np.argmax(np.asarray(outputs["logits"]), axis=-1)
+
+  def write_predictions(self, output_dir, state):
+    """test_results.tsv, predictions.tsv (`id<TAB>A..D`) and the official predict_results.txt."""
+    examples, probabilities, predictions = self.prediction_rows(state)
+    write_probabilities(os.path.join(output_dir, "test_results.tsv"), probabilities)
+    fileio.write_text(os.path.join(output_dir, "predictions.tsv"), "".join(
+        ["id\tprediction\n"] + [f"{e.example_id}\t{race.LABELS[int(p)]}\n"
+                                 for e, p in zip(examples, predictions)]))
+    # RACE test sets carry answers: the official run_race evaluates the test set with
+    # model.ckpt-best into predict_results.txt (its eval keys, then the best dev value).
+    labels = np.array([e.label for e in examples])
+    correct = np.asarray(predictions).astype(int) == labels
+    losses = -np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-30))
+    results = {"eval_accuracy": float(correct.mean()) if correct.size else 0.0,
+               "eval_loss": float(losses.mean()) if losses.size else 0.0}
+    best = _read_best_value(output_dir)
+    fileio.write_text(os.path.join(output_dir, "predict_results.txt"), "".join(
+        ["***** Predict results *****\n"] + [f"{k} = {v!r}\n" for k, v in sorted(results.items())]
+        + [f"best = {best!r}\n" if best is not None else ""]))
+    return {"predictions": len(examples), "predict_results": results}
+
+  # ------------------------------------------------------------------ export
+  def export(self, model, export_dir, precision="fp32"):
+    from albert_tf.export import export_multiple_choice  # pylint: disable=g-import-not-at-top
+    return export_multiple_choice(model, export_dir, max_seq_length=self.max_seq_length,
+                                  max_qa_length=self.max_qa_length,
+                                  spm_model_file=self.spm_model_file,
+                                  do_lower_case=self.do_lower_case, precision=precision)
+
+
+def _read_best_value(output_dir):
+  """The best dev value best_trial.txt records (`<step>:<best step>:<value>`), else None."""
+  path = os.path.join(output_dir, "best_trial.txt")
+  if not os.path.exists(path):
+    return None
+  with open(path, "r", encoding="utf-8") as f:
+    return float(f.read().strip().split(":")[-1])

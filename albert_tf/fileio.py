@@ -1,0 +1,142 @@
+"""Files written whole or not at all, and cheap or exact file identities.
+
+Every result file, cache, checkpoint side-file and export of albert_tf is written through
+`atomic_path` (write to a temporary name in the target directory, then rename over the final
+name), so a run killed half-way never leaves a truncated file that a later run would trust.
+Paths may be local or any filesystem tf.io.gfile knows (gs://...); TensorFlow is imported only
+for non-local paths, so TensorFlow-free tools can use this module.
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+
+
+def _is_local(path):
+  return "://" not in os.fspath(path)
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+def exists(path):
+  """True if the file or directory exists (local or tf.io.gfile path)."""
+  return os.path.exists(path) if _is_local(path) else _gfile().exists(path)
+
+
+def makedirs(path):
+  """Creates `path` and its parents if missing."""
+  if _is_local(path):
+    os.makedirs(path, exist_ok=True)
+  else:
+    _gfile().makedirs(path)
+
+
+def temporary_name(path):
+  """A sibling of `path` that no other process writing `path` uses."""
+  return f"{os.fspath(path)}.tmp-{os.getpid()}"
+
+
+def _remove(path):
+  if _is_local(path):
+    if os.path.isdir(path):
+      import shutil  # pylint: disable=g-import-not-at-top
+      shutil.rmtree(path, ignore_errors=True)
+    elif os.path.exists(path):
+      os.remove(path)
+  elif _gfile().exists(path):
+    if _gfile().isdir(path):
+      _gfile().rmtree(path)
+    else:
+      _gfile().remove(path)
+
+
+def replace(source, target):
+  """Renames `source` over `target` (atomic on one local filesystem)."""
+  if _is_local(target):
+    os.replace(source, target)
+  else:
+    _gfile().rename(source, target, overwrite=True)
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+  """Yields a temporary path to write; renames it to `path` if the block succeeds.
+
+  On an exception the temporary file (or directory) is removed and `path` is left as it was.
+  """
+  path = os.fspath(path)
+  parent = os.path.dirname(path)
+  if parent:
+    makedirs(parent)
+  temp = temporary_name(path)
+  try:
+    yield temp
+    if _is_local(temp) and os.path.isfile(temp):
+      os.chmod(temp, 0o644)  # as a plain open() would have made it
+    replace(temp, path)
+  finally:
+    if exists(temp):
+      _remove(temp)
+
+
+def write_text(path, text):
+  """Writes `text` (UTF-8) to `path` atomically. Returns `path`."""
+  with atomic_path(path) as temp:
+    if _is_local(temp):
+      with open(temp, "w", encoding="utf-8") as f:
+        f.write(text)
+    else:
+      with _gfile().GFile(temp, "w") as f:
+        f.write(text)
+  return path
+
+
+def write_bytes(path, data):
+  """Writes `data` to `path` atomically. Returns `path`."""
+  with atomic_path(path) as temp:
+    if _is_local(temp):
+      with open(temp, "wb") as f:
+        f.write(data)
+    else:
+      with _gfile().GFile(temp, "wb") as f:
+        f.write(data)
+  return path
+
+
+def write_json(path, value, **dump_kwargs):
+  """Writes `value` as JSON to `path` atomically (json.dumps keyword arguments pass through)."""
+  return write_text(path, json.dumps(value, **dump_kwargs))
+
+
+def read_json(path):
+  """The JSON value in `path`."""
+  if _is_local(path):
+    with open(path, "r", encoding="utf-8") as f:
+      return json.load(f)
+  with _gfile().GFile(path, "r") as f:
+    return json.load(f)
+
+
+def file_sha1(path):
+  """Hex SHA-1 of a file's bytes; None when `path` is empty."""
+  if not path:
+    return None
+  digest = hashlib.sha1()
+  opener = (lambda: open(path, "rb")) if _is_local(path) else (
+      lambda: _gfile().GFile(path, "rb"))
+  with opener() as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+      digest.update(chunk)
+  return digest.hexdigest()
+
+
+def file_fingerprint(path):
+  """Cheap identity of a local input file: absolute path, size and mtime (None: no file)."""
+  if not path or not os.path.exists(path):
+    return None
+  stat = os.stat(path)
+  return {"path": os.path.abspath(path), "size": stat.st_size, "mtime": int(stat.st_mtime)}

@@ -1,0 +1,120 @@
+"""The Task interface: everything one objective needs, and nothing about the loop.
+
+Pretraining (MLM + SOP), GLUE classification/regression, RACE multiple choice and SQuAD each
+implement a Task. The one trainer (`albert_tf.training.trainer`) runs any of them for
+train / evaluate / predict on any tf.distribute strategy, and the one runner
+(`albert_tf.training.runner`) strings those into the official workflow: train -> evaluate every
+checkpoint -> keep the best -> predict -> export.
+
+Conventions every Task follows:
+  * Datasets yield `(features, labels)`: two dicts of tensors. Features are model inputs
+    (`input_ids`, `input_mask`, `segment_ids`, int32 [batch, seq_len], plus task extras);
+    labels are what the loss and metrics need. Datasets are already batched (per replica batch)
+    and, for training, repeated.
+  * The model returned by `build_model` is a tf_keras.Model taking the features dict and returning
+    a dict of float32 tensors. It tracks its encoder as the attribute `encoder`, so checkpoints of
+    any task can initialise any other (`tf.train.Checkpoint(model=...)` paths line up).
+  * `build_losses` returns the loss averaged over the *global* batch (the trainer passes the
+    global batch size) as a float32 scalar.
+  * Whole-set evaluation (Matthews correlation, SQuAD's official F1 after n-best
+    post-processing, ...) happens in `aggregate_outputs` (per batch, numpy) and `reduce_outputs`
+    (once), as the model garden's `aggregate_logs` / `reduce_aggregated_logs`.
+"""
+
+import abc
+
+
+class Task(abc.ABC):
+  """One objective: model, inputs, loss, metrics, whole-set evaluation, prediction and export."""
+
+  # Human-readable name used in logs and summaries (e.g. "pretraining", "glue/mrpc").
+  name = "task"
+  # The checkpoint `initialize` loads (--init_checkpoint), or None for a model trained from scratch.
+  init_checkpoint = None
+  # The evaluation result that picks model.ckpt-best (e.g. "eval_accuracy", "f1"); None: the
+  # task evaluates only the latest checkpoint and keeps no best (pretraining).
+  best_metric = None
+  # The sequence length of the model inputs (for the TFLite export), or None.
+  max_seq_length = None
+
+  # ------------------------------------------------------------------ model and data
+  @abc.abstractmethod
+  def build_model(self):
+    """Returns the tf_keras.Model (with an `encoder` attribute). Called inside strategy.scope()."""
+
+  @abc.abstractmethod
+  def build_inputs(self, mode, batch_size, input_context=None):
+    """Returns a tf.data.Dataset of (features, labels) batches of `batch_size` (per replica).
+
+    Args:
+      mode: "train", "eval" or "predict". Train data is shuffled and repeated; eval/predict data
+        is read once, in order, and the final partial batch is kept.
+      batch_size: per-replica batch size.
+      input_context: tf.distribute.InputContext or None; shard files per input pipeline with it.
+    """
+
+  def num_train_examples(self):
+    """How many training examples one epoch holds (for --num_train_epochs), if the task knows."""
+    raise NotImplementedError(f"{self.name} cannot count its training examples; give the number "
+                              "of training steps")
+
+  def initialize(self, model):
+    """Loads an initial checkpoint into a freshly built model (e.g. --init_checkpoint)."""
+
+  # ------------------------------------------------------------------ loss and metrics
+  @abc.abstractmethod
+  def build_losses(self, labels, outputs, global_batch_size):
+    """Returns (loss, aux): loss a float32 scalar averaged over the global batch; aux a dict of
+    float32 scalars worth logging (e.g. {"mlm_loss": ..., "sop_loss": ...})."""
+
+  def build_metrics(self, training=True):
+    """Returns a list of streaming tf_keras.metrics.Metric objects (created in strategy scope)."""
+    return []
+
+  def update_metrics(self, metrics, labels, outputs):
+    """Updates the metrics from `build_metrics` with one batch (runs inside the replica fn)."""
+
+  # ------------------------------------------------------------------ whole-set evaluation
+  def aggregate_outputs(self, state, features, labels, outputs):
+    """Accumulates one eval batch (numpy dicts, already gathered from replicas) into `state`.
+
+    Returns the new state. `state` is None on the first batch.
+    """
+    return state
+
+  def reduce_outputs(self, state):
+    """Turns the aggregated state into a dict of final float metrics (may be empty)."""
+    return {}
+
+  def eval_results(self, results):
+    """The results one evaluation reports and writes (default: all the trainer measured)."""
+    return results
+
+  def take_eval_outputs(self):
+    """What the last evaluation produced besides metrics and the runner keeps for the best
+    checkpoint (SQuAD: its predictions), or None."""
+    return None
+
+  def write_eval_outputs(self, output_dir, eval_outputs):
+    """Writes the best checkpoint's `take_eval_outputs()` into output_dir; returns a summary."""
+    return None
+
+  def best_line(self, best_before, best_after):
+    """The line closing each checkpoint's block in eval_results.txt (official run_classifier /
+    run_race: the best value before this checkpoint)."""
+    return f"best = {best_before!r}"
+
+  # ------------------------------------------------------------------ prediction
+  def aggregate_predictions(self, state, features, outputs):
+    """Accumulates one prediction batch (numpy dicts) into `state` (None on the first batch)."""
+    raise NotImplementedError(f"{self.name} has no prediction output")
+
+  def write_predictions(self, output_dir, state):
+    """Writes the task's prediction files from the aggregated state; returns a summary."""
+    raise NotImplementedError(f"{self.name} has no prediction output")
+
+  # ------------------------------------------------------------------ export
+  def export(self, model, export_dir, precision="fp32"):
+    """Writes `model` (weights loaded) as a new TF Serving version under export_dir; returns the
+    version directory."""
+    raise NotImplementedError(f"{self.name} has no serving export")

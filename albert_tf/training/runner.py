@@ -1,0 +1,321 @@
+"""The one runner behind every run_* script: train -> evaluate every checkpoint -> keep the best ->
+predict -> export, for any Task.
+
+What it leaves in `output_dir`, as the official scripts do:
+  * checkpoints `ckpt-<step>` (ours, resumable) and, after an evaluation sweep,
+    `model.ckpt-best` (official TF1 layout: `bert/...`, the task head, `global_step`);
+  * eval_results.txt: per checkpoint its `key = value` lines, the task's best line and a
+    `=====` separator, then the best checkpoint, step and value; best_trial.txt
+    (`<last step>:<best step>:<best value>`) and best_checkpoint.json. A task without a best
+    metric (pretraining) evaluates only the latest checkpoint and writes its `key = value` lines;
+  * the task's prediction files, and for `export_dir` a new TF Serving version plus
+    `<export_dir>/albert_model.tflite`.
+"""
+
+import dataclasses
+import glob
+import os
+import re
+import time
+from typing import Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf import fileio
+from albert_tf.errors import AlbertError
+from albert_tf.training import runtime as runtime_lib
+
+BEST_CHECKPOINT = "model.ckpt-best"
+TFLITE_FILE = "albert_model.tflite"
+OPTIMIZERS = ("adamw", "lamb")
+_CKPT_STEP = re.compile(r"-(\d+)$")
+
+
+@dataclasses.dataclass
+class RunConfig:
+  """What a run does and where (the official flags, by their official meaning).
+
+  The number of training steps is `train_steps` (run_classifier/run_race --train_step,
+  run_pretraining --num_train_steps), or else int(examples / train_batch_size *
+  num_train_epochs) (run_squad). Warmup is `warmup_steps`, or else
+  int(train steps * warmup_proportion).
+  """
+  output_dir: str
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  predict_batch_size: int = 8
+  train_steps: Optional[int] = None
+  num_train_epochs: Optional[float] = None
+  warmup_steps: Optional[int] = None
+  warmup_proportion: float = 0.0
+  start_warmup_step: int = 0
+  poly_power: float = 1.0
+  learning_rate: float = 5e-5
+  optimizer: str = "adamw"
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: Optional[int] = None  # None or 0: keep all (the evaluation sweep sees all)
+  max_eval_steps: Optional[int] = None
+  export_dir: Optional[str] = None
+  export_precision: str = "fp32"
+  tflite_quantize: str = "none"
+
+  def __post_init__(self):
+    if not self.output_dir:
+      raise AlbertError("--output_dir is required")
+    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "save_checkpoints_steps"):
+      if getattr(self, name) <= 0:
+        raise AlbertError(f"--{name}={getattr(self, name)} is invalid: expected > 0")
+    if self.do_train:
+      if self.train_steps is None and self.num_train_epochs is None:
+        raise AlbertError("training needs a number of steps or epochs")
+      if self.train_steps is not None and self.train_steps <= 0:
+        raise AlbertError(f"--train_step={self.train_steps} is invalid: expected > 0")
+      if self.num_train_epochs is not None and self.num_train_epochs <= 0:
+        raise AlbertError(f"--num_train_epochs={self.num_train_epochs} is invalid: "
+                          "expected > 0")
+    if not 0 <= self.warmup_proportion <= 1:
+      raise AlbertError(f"--warmup_proportion={self.warmup_proportion} is invalid: "
+                        "expected 0..1")
+    if self.keep_checkpoint_max is not None and self.keep_checkpoint_max < 0:
+      raise AlbertError(f"--keep_checkpoint_max={self.keep_checkpoint_max} is invalid: "
+                        "expected >= 0")
+    if self.optimizer not in OPTIMIZERS:
+      raise AlbertError(f"--optimizer={self.optimizer!r} is invalid: expected one of "
+                        f"{', '.join(OPTIMIZERS)}")
+
+
+# ------------------------------------------------------------------------ checkpoints on disk
+def list_checkpoints(output_dir):
+  """[(step, prefix)] of every checkpoint in output_dir, by step (the suffix `-N`)."""
+  found = {}
+  for index_file in glob.glob(os.path.join(output_dir, "*.index")):
+    prefix = index_file[:-len(".index")]
+    match = _CKPT_STEP.search(os.path.basename(prefix))
+    if match:
+      found[int(match.group(1))] = prefix
+  return sorted(found.items())
+
+
+def checkpoints_to_evaluate(output_dir):
+  """[(step, prefix)]: every numbered checkpoint, or else an official run's lone model.ckpt-best.
+
+  (The official scripts delete the checkpoints that lost, so a finished official output_dir may
+  hold only `model.ckpt-best`.)
+  """
+  checkpoints = list_checkpoints(output_dir)
+  best = os.path.join(output_dir, BEST_CHECKPOINT)
+  if not checkpoints and tf.io.gfile.exists(best + ".index"):
+    from albert_tf.checkpoints.init import checkpoint_global_step  # pylint: disable=g-import-not-at-top
+    checkpoints = [(checkpoint_global_step(best) or 0, best)]
+  return checkpoints
+
+
+def best_or_latest_checkpoint(output_dir):
+  """`model.ckpt-best` (ours or the official scripts'), else the latest checkpoint, else None."""
+  best = os.path.join(output_dir, BEST_CHECKPOINT)
+  if tf.io.gfile.exists(best + ".index"):
+    return best
+  checkpoints = list_checkpoints(output_dir)
+  return checkpoints[-1][1] if checkpoints else None
+
+
+def write_best_checkpoint(model, best_path, output_dir, best_step):
+  """Writes `<output_dir>/model.ckpt-best` in the official TF1 layout, as the official scripts do.
+
+  The official run_classifier / run_race / run_squad leave the best checkpoint of their
+  evaluation sweep there; official recipes continue from it (`--init_checkpoint`) and the
+  official export tools read it. Ours holds the same names (`bert/...`, the task head,
+  `global_step`); the `checkpoint` state file keeps pointing at the training run's latest.
+  """
+  from albert_tf.checkpoints import save_tf1_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+  restore_model_weights(model, best_path)
+  target = os.path.join(output_dir, BEST_CHECKPOINT)
+  if os.path.abspath(best_path) != os.path.abspath(target):
+    save_tf1_checkpoint(model, target, global_step=best_step or 0, update_state=False)
+  return target
+
+
+def format_value(value):
+  """A result value as the official eval_results.txt shows it (floats by repr)."""
+  if isinstance(value, (float, np.floating)):
+    return repr(float(value))
+  return str(value)
+
+
+# ------------------------------------------------------------------------ the run
+def _train_schedule(task, run):
+  """(training steps, warmup steps) of the run."""
+  steps = run.train_steps
+  if steps is None:
+    examples = task.num_train_examples()
+    steps = int(examples / run.train_batch_size * run.num_train_epochs)
+    if steps < 1:
+      raise AlbertError(f"{examples} training examples / --train_batch_size="
+                        f"{run.train_batch_size} x --num_train_epochs={run.num_train_epochs} "
+                        "gives 0 training steps")
+  warmup = run.warmup_steps
+  if warmup is None:
+    warmup = int(steps * run.warmup_proportion)
+  return steps, warmup
+
+
+def _make_trainer(task, run, runtime, strategy, train_steps=None, warmup_steps=None):
+  from albert_tf.training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top
+  from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
+  optimizer_fn = None
+  if train_steps is not None:
+    optimizer_fn = lambda: optimizer_lib.create_optimizer(
+        run.optimizer, run.learning_rate, train_steps, warmup_steps,
+        start_warmup_step=run.start_warmup_step, poly_power=run.poly_power)
+  return Trainer(task, strategy, run.output_dir, optimizer_fn=optimizer_fn,
+                 save_checkpoints_steps=run.save_checkpoints_steps,
+                 keep_checkpoint_max=run.keep_checkpoint_max or None,
+                 **runtime.trainer_kwargs())
+
+
+def run(task, run_config, runtime=None):
+  """Runs `task` as `run_config` asks: train, evaluate, predict, export (in that order).
+
+  Args:
+    task: an albert_tf.tasks.base.Task.
+    run_config: RunConfig.
+    runtime: albert_tf.training.runtime.RuntimeConfig (default: this machine, fp32).
+  Returns:
+    dict: task; num_train_steps and train (the trainer's summary); eval (pretraining) or
+    best_checkpoint, best_result and eval_results (a sweep); predict_checkpoint and the task's
+    prediction summary; export_dir and tflite.
+  """
+  runtime = runtime or runtime_lib.RuntimeConfig()
+  cfg = run_config
+  fileio.makedirs(cfg.output_dir)
+  runtime_lib.apply_process_settings(runtime, cfg.output_dir)
+  strategy = runtime.make_strategy()
+  summary = {"task": task.name}
+  trainer = None
+  if cfg.do_train:
+    steps, warmup = _train_schedule(task, cfg)
+    logging.info("***** Running training: batch %d, %d steps (%d warmup) *****",
+                 cfg.train_batch_size, steps, warmup)
+    trainer = _make_trainer(task, cfg, runtime, strategy, steps, warmup)
+    summary["train"] = trainer.train(steps, cfg.train_batch_size)
+    summary["num_train_steps"] = steps
+  if cfg.do_eval or cfg.do_predict:
+    trainer = trainer or _make_trainer(task, cfg, runtime, strategy)
+  if cfg.do_eval:
+    if task.best_metric is None:
+      summary["eval"] = _evaluate_latest(trainer, task, cfg)
+    else:
+      summary.update(_evaluate_every_checkpoint(trainer, task, cfg))
+  if cfg.do_predict:
+    summary.update(_predict(trainer, task, cfg))
+  if cfg.export_dir:
+    summary.update(_export(task, cfg))
+  return summary
+
+
+def _evaluate_latest(trainer, task, cfg):
+  """The official run_pretraining evaluation: the latest checkpoint, `key = value` lines."""
+  if not tf.train.latest_checkpoint(cfg.output_dir) and not task.init_checkpoint:
+    raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
+                      "--init_checkpoint to evaluate")
+  result = task.eval_results(trainer.evaluate(cfg.eval_batch_size,
+                                              max_eval_steps=cfg.max_eval_steps))
+  if trainer.is_chief:
+    from albert_tf.training.trainer import write_results_file  # pylint: disable=g-import-not-at-top
+    write_results_file(os.path.join(cfg.output_dir, "eval_results.txt"), result)
+  return result
+
+
+def _evaluate_every_checkpoint(trainer, task, cfg):
+  """Evaluates every checkpoint in output_dir (else a fine-tuned --init_checkpoint) and keeps the
+  best by task.best_metric: eval_results.txt, best_trial.txt, best_checkpoint.json,
+  model.ckpt-best and the task's outputs of the best checkpoint."""
+  metric = task.best_metric
+  checkpoints = checkpoints_to_evaluate(cfg.output_dir)
+  if not checkpoints:
+    if not task.init_checkpoint:
+      raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
+                        f"--init_checkpoint (train first with --do_train, or point "
+                        f"--output_dir at a fine-tuned model)")
+    # A fine-tuned --init_checkpoint (e.g. an official model.ckpt-best); it must hold the head.
+    checkpoints = [(None, task.init_checkpoint)]
+  lines, all_results = [], []
+  best = None  # (value, step, path, result, task outputs)
+  for step, path in checkpoints:
+    started = time.time()
+    result = task.eval_results(dict(trainer.evaluate(cfg.eval_batch_size,
+                                                     checkpoint_path=path)))
+    if step is not None:
+      result["global_step"] = step
+    outputs = task.take_eval_outputs()
+    if metric not in result:
+      raise AlbertError(f"evaluation of {path} gave no {metric!r} (got "
+                        f"{', '.join(sorted(result))})")
+    logging.debug("Eval of %s (%.1fs)", path, time.time() - started)
+    before = format_value(best[0]) if best else "-1"
+    if best is None or result[metric] > best[0]:
+      best = (result[metric], result.get("global_step", 0), path, result, outputs)
+    lines += [f"{key} = {format_value(result[key])}" for key in sorted(result)]
+    lines += [task.best_line(before, format_value(best[0])), "=" * 50]
+    all_results.append(result)
+  best_value, best_step, best_path, best_result, best_outputs = best
+  write_best_checkpoint(trainer.model, best_path, cfg.output_dir, best_step)
+  lines += [f"best_checkpoint = {best_path}", f"best_step = {best_step}",
+            f"best_{metric} = {format_value(best_value)}"]
+  fileio.write_text(os.path.join(cfg.output_dir, "eval_results.txt"), "\n".join(lines) + "\n")
+  last_step = checkpoints[-1][0] if checkpoints[-1][0] is not None else best_step
+  fileio.write_text(os.path.join(cfg.output_dir, "best_trial.txt"),
+                    f"{last_step}:{best_step}:{format_value(best_value)}")
+  fileio.write_json(os.path.join(cfg.output_dir, "best_checkpoint.json"),
+                    {"checkpoint": best_path, "step": best_step, "metric": metric,
+                     "value": float(best_value),
+                     "result": {k: float(v) for k, v in best_result.items()}}, indent=2)
+  summary = {"best_checkpoint": best_path, "best_result": best_result,
+             "eval_results": all_results}
+  if best_outputs is not None:
+    summary.update(task.write_eval_outputs(cfg.output_dir, best_outputs) or {})
+  logging.info("Best %s = %s at %s", metric, best_value, best_path)
+  return summary
+
+
+def _checkpoint_to_use(task, cfg, flag):
+  """The fine-tuned model: output_dir's best (else latest) checkpoint, else a fine-tuned
+  --init_checkpoint (either must hold the task head: restore_model_weights checks)."""
+  checkpoint = best_or_latest_checkpoint(cfg.output_dir) or task.init_checkpoint
+  if checkpoint is None:
+    raise AlbertError(f"{flag}: no checkpoint in --output_dir={cfg.output_dir} and no "
+                      "--init_checkpoint")
+  return checkpoint
+
+
+def _predict(trainer, task, cfg):
+  checkpoint = _checkpoint_to_use(task, cfg, "--do_predict")
+  logging.info("***** Running prediction with %s *****", checkpoint)
+  state = None
+  for features, outputs in trainer.predict(cfg.predict_batch_size, checkpoint_path=checkpoint):
+    state = task.aggregate_predictions(state, features, outputs)
+  summary = dict(task.write_predictions(cfg.output_dir, state) or {})
+  summary["predict_checkpoint"] = checkpoint
+  return summary
+
+
+def _export(task, cfg):
+  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
+  checkpoint = _checkpoint_to_use(task, cfg, "--export_dir")
+  model = task.build_model()
+  restore_model_weights(model, checkpoint)
+  logging.info("Exporting %s to %s", checkpoint, cfg.export_dir)
+  version_dir = task.export(model, cfg.export_dir, cfg.export_precision)
+  # The TFLite file sits beside the numbered SavedModel versions (which TF Serving reads), as
+  # the official v1 SQuAD export's albert_model.tflite.
+  tflite = write_tflite(model, os.path.join(cfg.export_dir, TFLITE_FILE),
+                        max_seq_length=task.max_seq_length, quantize=cfg.tflite_quantize)
+  return {"export_dir": version_dir, "tflite": tflite}

@@ -18,8 +18,8 @@ import sys
 from absl import app
 from absl import flags
 
-from albert_tf.data import pretraining_data_creation
-from albert_tf.data import pretraining_instances
+from albert_tf.data.pretraining import creation as pretraining_data_creation
+from albert_tf.data.pretraining import instances as pretraining_instances
 from albert_tf.errors import AlbertError, run_main
 
 FLAGS = flags.FLAGS

@@ -7,7 +7,6 @@ num_memory_blocks, layers_to_keep) are kept and written back, and one extension 
 
 import copy
 import json
-import os
 
 from albert_tf.errors import AlbertError
 

@@ -40,7 +40,8 @@ def temporary_name(path):
   return f"{os.fspath(path)}.tmp-{os.getpid()}"
 
 
-def _remove(path):
+def remove(path):
+  """Deletes a file or a whole directory tree; nothing happens if `path` does not exist."""
   if _is_local(path):
     if os.path.isdir(path):
       import shutil  # pylint: disable=g-import-not-at-top
@@ -80,7 +81,7 @@ def atomic_path(path):
     replace(temp, path)
   finally:
     if exists(temp):
-      _remove(temp)
+      remove(temp)
 
 
 def write_text(path, text):

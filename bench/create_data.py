@@ -52,7 +52,7 @@ def _load():
 
 def make_corpus(work_dir, corpus_mb):
   """Docstring documents, repeated in a new order each pass, up to corpus_mb MB. Cached."""
-  from albert_tf.data.corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
   base = os.path.join(work_dir, "docstrings.txt")
   if not os.path.exists(base):
     build_docstring_corpus(base, max_bytes=20_000_000)
@@ -89,8 +89,8 @@ def make_model(work_dir, base_corpus, vocab_size):
 
 def single_run(args):
   """Runs create_pretraining_data once in this process and prints one JSON line."""
-  from albert_tf.data import pretraining_data_creation  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import pretraining_instances  # pylint: disable=g-import-not-at-top
+  from albert_tf.data.pretraining import creation as pretraining_data_creation  # pylint: disable=g-import-not-at-top
+  from albert_tf.data.pretraining import instances as pretraining_instances  # pylint: disable=g-import-not-at-top
   import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   usage = resource.getrusage(resource.RUSAGE_SELF)
   args["cpu_before"] = usage.ru_utime + usage.ru_stime  # imports are not part of the run

@@ -19,9 +19,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tf_keras  # noqa: E402
+
+from albert_tf.config import AlbertConfig  # noqa: E402
+from bench import common  # noqa: E402
 
 flags.DEFINE_integer("batch_size", 8, "Examples per step.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length.")
@@ -31,12 +32,6 @@ flags.DEFINE_integer("steps_per_round", 3, "Steps per round and model.")
 flags.DEFINE_bool("jit_compile", False, "XLA for our step.")
 flags.DEFINE_bool("model_garden_jit", False, "XLA for the model garden step.")
 FLAGS = flags.FLAGS
-
-BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
-            num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072,
-            inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
-            initializer_range=0.02)
 
 
 def forward_matmul_flops(batch, seq, preds, c):
@@ -65,88 +60,19 @@ def measure_matmul_peak(n=2048, repeats=10):
   return 2.0 * n ** 3 / best
 
 
-def synthetic_batch(batch, seq, preds, vocab, seed=0):
-  rng = np.random.default_rng(seed)
-  features = {
-      "input_ids": rng.integers(5, vocab, size=(batch, seq)).astype(np.int32),
-      "input_mask": np.ones((batch, seq), np.int32),
-      "segment_ids": np.concatenate([np.zeros((batch, seq // 2)), np.ones((batch, seq // 2))],
-                                    1).astype(np.int32),
-      "masked_lm_positions": np.sort(rng.choice(np.arange(1, seq), size=(batch, preds)),
-                                     axis=1).astype(np.int32),
-  }
-  labels = {
-      "masked_lm_ids": rng.integers(5, vocab, size=(batch, preds)).astype(np.int32),
-      "masked_lm_weights": np.ones((batch, preds), np.float32),
-      "next_sentence_labels": rng.integers(0, 2, size=(batch,)).astype(np.int32),
-  }
-  return features, labels
-
-
-def build_ours(features, labels):
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-
-  class InMemoryPretraining(pretraining_task.PretrainingTask):
-
-    def build_inputs(self, mode, batch_size, input_context=None):
-      return tf.data.Dataset.from_tensors((features, labels)).repeat()
-
-  task = InMemoryPretraining(pretraining_task.PretrainingConfig(
-      AlbertConfig(**BASE), max_seq_length=FLAGS.seq_length,
-      max_predictions_per_seq=FLAGS.num_predictions))
-  trainer = trainer_lib.Trainer(
-      task, None, None, jit_compile=FLAGS.jit_compile,
-      optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10))
-  iterator, spec = trainer._train_dataset_iterator(FLAGS.batch_size)  # pylint: disable=protected-access
-  trainer._ensure_built(spec)  # pylint: disable=protected-access
-  train_fn = trainer._build_train_fn(FLAGS.batch_size)  # pylint: disable=protected-access
-
-  def run(steps):
-    loss, _, _, _ = train_fn(iterator, tf.constant(steps))
-    return float(loss.numpy())
+def build_ours(config, features, labels):
+  """(run(steps) -> loss, parameter count) of our Trainer's train loop."""
+  run, trainer = common.build_our_pretraining_step(
+      config, features, labels, FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions,
+      jit_compile=FLAGS.jit_compile)
   return run, trainer.model.count_params()
 
 
-def build_model_garden(features, labels):
-  from official.modeling.optimization import lamb  # pylint: disable=g-import-not-at-top
-  from official.nlp.modeling import layers, models, networks  # pylint: disable=g-import-not-at-top
-  c = BASE
-  encoder = networks.AlbertEncoder(
-      vocab_size=c["vocab_size"], embedding_width=c["embedding_size"],
-      hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
-      num_attention_heads=c["num_attention_heads"], max_sequence_length=512,
-      type_vocab_size=2, intermediate_size=c["intermediate_size"],
-      activation=tf_keras.activations.gelu, dropout_rate=0.0, attention_dropout_rate=0.0,
-      dict_outputs=True)
-  model = models.BertPretrainerV2(
-      encoder, mlm_activation=tf_keras.activations.gelu,
-      classification_heads=[layers.ClassificationHead(
-          inner_dim=c["hidden_size"], num_classes=2, name="next_sentence")])
-  optimizer = lamb.LAMB(1e-4, weight_decay_rate=0.01,
-                        exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
-  inputs = {"input_word_ids": features["input_ids"], "input_mask": features["input_mask"],
-            "input_type_ids": features["segment_ids"],
-            "masked_lm_positions": features["masked_lm_positions"]}
-  model(inputs)
-
-  @tf.function(jit_compile=FLAGS.model_garden_jit)
-  def step(inputs, labels):
-    with tf.GradientTape() as tape:
-      out = model(inputs, training=True)
-      log_probs = tf.nn.log_softmax(tf.cast(out["mlm_logits"], tf.float32))
-      ce = -tf.gather(log_probs, labels["masked_lm_ids"], axis=-1, batch_dims=2)
-      w = labels["masked_lm_weights"]
-      mlm = tf.reduce_sum(w * ce) / (tf.reduce_sum(w) + 1e-5)
-      sop = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels["next_sentence_labels"], out["next_sentence"]))
-      loss = mlm + sop
-    grads = tape.gradient(loss, model.trainable_variables)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
+def build_model_garden(config, features, labels):
+  """(run(steps) -> loss, encoder parameter count) of the model garden's step, run `steps`
+  times in one tf.function loop as our Trainer's loop does."""
+  step, inputs, encoder = common.build_model_garden_step(config, features, labels,
+                                                         jit_compile=FLAGS.model_garden_jit)
 
   @tf.function
   def loop(inputs, labels, steps):
@@ -162,12 +88,13 @@ def build_model_garden(features, labels):
 
 def main(argv):
   del argv
-  features, labels = synthetic_batch(FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions,
-                                     BASE["vocab_size"])
+  config = AlbertConfig(**common.ALBERT_BASE)
+  features, labels = common.synthetic_pretraining_batch(
+      FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions, config.vocab_size)
   load_before = os.getloadavg()
   peak = measure_matmul_peak()
-  ours, our_params = build_ours(features, labels)
-  garden, garden_params = build_model_garden(features, labels)
+  ours, our_params = build_ours(config, features, labels)
+  garden, garden_params = build_model_garden(config, features, labels)
   for run in (ours, garden):   # trace + warm up
     run(1)
     run(1)
@@ -180,7 +107,7 @@ def main(argv):
   peak_after = measure_matmul_peak()
   load_after = os.getloadavg()
   flops = 3 * forward_matmul_flops(FLAGS.batch_size, FLAGS.seq_length, FLAGS.num_predictions,
-                                   BASE)
+                                   common.ALBERT_BASE)
   peak = max(peak, peak_after)
   print(f"ALBERT-base train step: batch {FLAGS.batch_size}, seq {FLAGS.seq_length}, "
         f"{FLAGS.num_predictions} predictions, CPU ({os.cpu_count()} cores)")

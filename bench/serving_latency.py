@@ -25,8 +25,6 @@ median over rounds of the per-round ratio (paired), with the ratio of medians be
 """
 
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,8 @@ from absl import app
 from absl import flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402  pylint: disable=g-import-not-at-top
 
 flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length.")
@@ -47,17 +47,12 @@ flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp
 
 FLAGS = flags.FLAGS
 
-BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
-            num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072,
-            inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
-            initializer_range=0.02)
 GOAL_RATIO = 0.7
 
 
 def _spm_model(work_dir):
   """A small SentencePiece model (the vocabulary size does not change the encoder's cost)."""
-  from albert_tf.data.corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
   from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
   corpus = os.path.join(work_dir, "corpus.txt")
   build_docstring_corpus(corpus, max_bytes=2_000_000)
@@ -70,24 +65,26 @@ def export_ours(work_dir, seq_length):
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
   spm = _spm_model(work_dir)
-  model = AlbertClassifier(AlbertConfig.from_dict(BASE), num_classes=2)
+  model = AlbertClassifier(AlbertConfig.from_dict(common.ALBERT_BASE), num_classes=2)
   paths = {}
   for precision in ("fp32", "bf16"):
-    paths[precision] = os.path.join(work_dir, f"ours_{precision}")
-    export_classifier(model, paths[precision], ["0", "1"], seq_length, spm, True, "bench", True,
-                      precision=precision)
+    # export_classifier writes a TF Serving version below the directory: load that version.
+    paths[precision] = export_classifier(model, os.path.join(work_dir, f"ours_{precision}"),
+                                         ["0", "1"], seq_length, spm, True, "bench", True,
+                                         precision=precision)
   return paths
 
 
 def export_garden(work_dir):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
+  c = common.ALBERT_BASE
   encoder = networks.AlbertEncoder(
-      vocab_size=BASE["vocab_size"], embedding_width=BASE["embedding_size"],
-      hidden_size=BASE["hidden_size"], num_layers=BASE["num_hidden_layers"],
-      num_attention_heads=BASE["num_attention_heads"],
-      max_sequence_length=BASE["max_position_embeddings"],
-      type_vocab_size=BASE["type_vocab_size"], intermediate_size=BASE["intermediate_size"],
+      vocab_size=c["vocab_size"], embedding_width=c["embedding_size"],
+      hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
+      num_attention_heads=c["num_attention_heads"],
+      max_sequence_length=c["max_position_embeddings"],
+      type_vocab_size=c["type_vocab_size"], intermediate_size=c["intermediate_size"],
       dropout_rate=0.0, attention_dropout_rate=0.0, dict_outputs=True)
   spec = tf.TensorSpec([None, None], tf.int32)
 
@@ -109,22 +106,6 @@ def export_garden(work_dir):
   return path
 
 
-def time_interleaved(calls, rounds, warmup=3):
-  """calls: {name: fn}. Returns {name: [ms per round]}, one call of each per round."""
-  names = list(calls)
-  for name in names:
-    for _ in range(warmup):  # graph instantiation, oneDNN primitive creation
-      calls[name]()
-  times = {name: [] for name in names}
-  for r in range(rounds):
-    shift = r % len(names)
-    for name in names[shift:] + names[:shift]:
-      start = time.perf_counter()
-      calls[name]()
-      times[name].append((time.perf_counter() - start) * 1000)
-  return times
-
-
 def time_blocked(calls, rounds, block=10):
   """Like a server running one model: each model is called `block` times back to back (after
   one untimed call), models taking turns block by block. Returns {name: [ms per call]}."""
@@ -139,15 +120,6 @@ def time_blocked(calls, rounds, block=10):
         calls[name]()
         times[name].append((time.perf_counter() - start) * 1000)
   return times
-
-
-def summarize(ms):
-  deciles = statistics.quantiles(ms, n=10) if len(ms) > 1 else [ms[0]] * 9
-  return dict(median=statistics.median(ms), p10=deciles[0], p90=deciles[-1], min=min(ms))
-
-
-def paired_ratio(ours, garden):
-  return statistics.median(o / g for o, g in zip(ours, garden))
 
 
 def measure(paths, garden_dir, batch_sizes, seq_length, rounds):
@@ -173,7 +145,7 @@ def measure(paths, garden_dir, batch_sizes, seq_length, rounds):
       calls["garden fp32"] = lambda: garden_fn(input_word_ids=ids, input_mask=mask,
                                                input_type_ids=segments)
       results.append((f"batch {batch:>2}, {real:>3} real tokens",
-                      time_interleaved(calls, n)))
+                      common.time_interleaved(calls, n)))
       if batch == 1 and real == seq_length:
         results.append((f"batch {batch:>2}, {real:>3} real, back to back", time_blocked(calls, n)))
       probs = {p: calls[f"ours {p}"]()["probabilities"].numpy() for p in ours}
@@ -185,12 +157,8 @@ def measure(paths, garden_dir, batch_sizes, seq_length, rounds):
     calls = {f"ours {p} raw": (lambda f=m.signatures["serving_default"]: f(
         text_a=text_a, text_b=text_b)) for p, m in ours.items()}
     results.append((f"batch {batch:>2}, raw text (fills {seq_length})",
-                    time_interleaved(calls, n)))
+                    common.time_interleaved(calls, n)))
   return results, agreement
-
-
-def _uptime():
-  return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def main(_):
@@ -201,7 +169,7 @@ def main(_):
   batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
   paths = export_ours(work_dir, FLAGS.seq_length)
   garden_dir = export_garden(work_dir)
-  load_before = _uptime()
+  load_before = common.uptime()
   results, agreement = measure(paths, garden_dir, batch_sizes, FLAGS.seq_length, FLAGS.rounds)
   print(f"\nuptime before timing: {load_before}")
   print(f"threads: intra_op {FLAGS.intra_op_threads or 'default'}, inter_op "
@@ -212,13 +180,13 @@ def main(_):
   for label, times in results:
     garden = times.get("garden fp32")
     for model, ms in times.items():
-      s = summarize(ms)
+      s = common.summarize(ms)
       ratio = ""
       if garden is not None and model != "garden fp32":
-        paired = paired_ratio(ms, garden)
+        paired = common.paired_ratio(ms, garden)
         ratio = f"{paired:.2f}x"
         if label.startswith("batch  1, 128"):
-          of_medians = s["median"] / summarize(garden)["median"]
+          of_medians = s["median"] / common.summarize(garden)["median"]
           goal_lines.append(
               f"goal (token_ids, batch 1, 128 real tokens, <= {GOAL_RATIO}x the model garden), "
               f"{'back to back' if 'back' in label else 'interleaved'}: "
@@ -230,7 +198,7 @@ def main(_):
     print(f"bf16 vs fp32 export, {label}: max |probability difference| {diff:.4f}, "
           f"same label {agree:.0%}")
   print("\n".join(goal_lines))
-  print(f"uptime after timing: {_uptime()}")
+  print(f"uptime after timing: {common.uptime()}")
 
 
 if __name__ == "__main__":

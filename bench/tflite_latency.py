@@ -19,8 +19,6 @@ ratios are the median over rounds of the per-round ratio to the SavedModel (pair
 """
 
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,17 +29,13 @@ from absl import logging
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import common  # noqa: E402  pylint: disable=g-import-not-at-top
+
 flags.DEFINE_integer("rounds", 40, "Timed rounds per input kind.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("tflite_threads", 0, "Interpreter threads (0: one per CPU, as TF).")
 flags.DEFINE_string("work_dir", None, "Where the exports go (default: a temp dir).")
 FLAGS = flags.FLAGS
-
-BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
-            num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072,
-            inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0, max_position_embeddings=512, type_vocab_size=2,
-            initializer_range=0.02)
 
 
 def export_all(work_dir, seq_length):
@@ -50,7 +44,7 @@ def export_all(work_dir, seq_length):
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  model = AlbertClassifier(AlbertConfig.from_dict(BASE), num_classes=2)
+  model = AlbertClassifier(AlbertConfig.from_dict(common.ALBERT_BASE), num_classes=2)
   saved = export_classifier(model, os.path.join(work_dir, "savedmodel"), ["0", "1"], seq_length)
   files = {}
   for quantize in ("none", "dynamic"):
@@ -61,21 +55,6 @@ def export_all(work_dir, seq_length):
     print(f"{name}: {os.path.getsize(files[name]) / 2**20:.1f} MiB, converted in "
           f"{time.time() - start:.0f} s")
   return saved, files
-
-
-def time_interleaved(calls, rounds, warmup=3):
-  names = list(calls)
-  for name in names:
-    for _ in range(warmup):
-      calls[name]()
-  times = {name: [] for name in names}
-  for r in range(rounds):
-    shift = r % len(names)
-    for name in names[shift:] + names[:shift]:
-      start = time.perf_counter()
-      calls[name]()
-      times[name].append((time.perf_counter() - start) * 1000)
-  return times
 
 
 def main(_):
@@ -90,8 +69,7 @@ def main(_):
   threads = FLAGS.tflite_threads or os.cpu_count()
   runners = {name: Interpreter(model_path=path, num_threads=threads).get_signature_runner()
              for name, path in files.items()}
-  uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
-  print(f"uptime before timing: {uptime.strip()}; {os.cpu_count()} CPUs, interpreter threads "
+  print(f"uptime before timing: {common.uptime()}; {os.cpu_count()} CPUs, interpreter threads "
         f"{threads}; exports in {work_dir}")
   print(f"{'inputs':<22} {'model':<16} {'median ms':>10} {'p10-p90 ms':>16} {'min ms':>8} "
         f"{'vs savedmodel':>14}")
@@ -105,18 +83,17 @@ def main(_):
     calls = {"savedmodel": lambda: signature(**tensors)}
     for name, runner in runners.items():
       calls[name] = lambda r=runner: r(**feed)
-    times = time_interleaved(calls, FLAGS.rounds)
+    times = common.time_interleaved(calls, FLAGS.rounds)
     reference = calls["savedmodel"]()["probabilities"].numpy()
     for name, ms in times.items():
-      deciles = statistics.quantiles(ms, n=10)
-      ratio = statistics.median(m / s for m, s in zip(ms, times["savedmodel"]))
-      print(f"batch 1, {real:>3} real tokens {name:<16} {statistics.median(ms):>10.1f} "
-            f"{deciles[0]:>7.1f}-{deciles[-1]:<8.1f} {min(ms):>8.1f} {ratio:>13.2f}x")
+      s = common.summarize(ms)
+      ratio = common.paired_ratio(ms, times["savedmodel"])
+      print(f"batch 1, {real:>3} real tokens {name:<16} {s['median']:>10.1f} "
+            f"{s['p10']:>7.1f}-{s['p90']:<8.1f} {s['min']:>8.1f} {ratio:>13.2f}x")
     for name in runners:
       diff = np.abs(calls[name]()["probabilities"] - reference).max()
       print(f"  {name}: max |probability - savedmodel| = {diff:.2e}")
-  uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
-  print(f"uptime after timing: {uptime.strip()}")
+  print(f"uptime after timing: {common.uptime()}")
 
 
 if __name__ == "__main__":

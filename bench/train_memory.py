@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from bench import common  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = {"large": "configs/albert_large_v2.json", "xxlarge": "configs/albert_xxlarge_v2.json",
           "tiny": "configs/albert_tiny.json"}
@@ -68,87 +70,16 @@ FLAGS = flags.FLAGS
 
 
 # --------------------------------------------------------------------------- child
-def _synthetic_batch(batch, seq, preds, vocab):
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  rng = np.random.default_rng(0)
-  features = {
-      "input_ids": rng.integers(5, vocab, size=(batch, seq)).astype(np.int32),
-      "input_mask": np.ones((batch, seq), np.int32),
-      "segment_ids": np.concatenate([np.zeros((batch, seq // 2)), np.ones((batch, seq - seq // 2))],
-                                    1).astype(np.int32),
-      "masked_lm_positions": np.sort(rng.choice(np.arange(1, seq), size=(batch, preds)),
-                                     axis=1).astype(np.int32),
-  }
-  labels = {
-      "masked_lm_ids": rng.integers(5, vocab, size=(batch, preds)).astype(np.int32),
-      "masked_lm_weights": np.ones((batch, preds), np.float32),
-      "next_sentence_labels": rng.integers(0, 2, size=(batch,)).astype(np.int32),
-  }
-  return features, labels
-
-
 def _ours(config, features, labels, batch, mode):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
-
-  class InMemoryPretraining(pretraining_task.PretrainingTask):
-
-    def build_inputs(self, mode, batch_size, input_context=None):
-      return tf.data.Dataset.from_tensors((features, labels)).repeat()
-
-  task = InMemoryPretraining(pretraining_task.PretrainingConfig(
-      config, max_seq_length=FLAGS.seq_length, max_predictions_per_seq=FLAGS.num_predictions))
-  trainer = trainer_lib.Trainer(
-      task, None, None, recompute=mode,
-      optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10))
-  iterator, spec = trainer._train_dataset_iterator(batch)  # pylint: disable=protected-access
-  trainer._ensure_built(spec)  # pylint: disable=protected-access
-  train_fn = trainer._build_train_fn(batch)  # pylint: disable=protected-access
-  return lambda: float(train_fn(iterator, tf.constant(1))[0].numpy())
+  """One step of our Trainer with `recompute=mode`, as a function returning the loss."""
+  run, _ = common.build_our_pretraining_step(config, features, labels, batch, FLAGS.seq_length,
+                                             FLAGS.num_predictions, recompute=mode)
+  return lambda: run(1)
 
 
 def _garden(config, features, labels):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
-  from official.modeling.optimization import lamb  # pylint: disable=g-import-not-at-top
-  from official.nlp.modeling import layers, models, networks  # pylint: disable=g-import-not-at-top
-  encoder = networks.AlbertEncoder(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
-      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, intermediate_size=config.intermediate_size,
-      activation=tf_keras.activations.gelu, dropout_rate=config.hidden_dropout_prob,
-      attention_dropout_rate=config.attention_probs_dropout_prob, dict_outputs=True)
-  model = models.BertPretrainerV2(
-      encoder, mlm_activation=tf_keras.activations.gelu,
-      classification_heads=[layers.ClassificationHead(
-          inner_dim=config.hidden_size, num_classes=2, name="next_sentence")])
-  optimizer = lamb.LAMB(1e-4, weight_decay_rate=0.01,
-                        exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
-  inputs = {"input_word_ids": features["input_ids"], "input_mask": features["input_mask"],
-            "input_type_ids": features["segment_ids"],
-            "masked_lm_positions": features["masked_lm_positions"]}
-  model(inputs)
-
-  @tf.function
-  def step(inputs, labels):
-    with tf.GradientTape() as tape:
-      out = model(inputs, training=True)
-      log_probs = tf.nn.log_softmax(tf.cast(out["mlm_logits"], tf.float32))
-      ce = -tf.gather(log_probs, labels["masked_lm_ids"], axis=-1, batch_dims=2)
-      w = labels["masked_lm_weights"]
-      mlm = tf.reduce_sum(w * ce) / (tf.reduce_sum(w) + 1e-5)
-      sop = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels["next_sentence_labels"], out["next_sentence"]))
-      loss = mlm + sop
-    grads = tape.gradient(loss, model.trainable_variables)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
-
+  """One step of the model garden's pretrainer, as a function returning the loss."""
+  step, inputs, _ = common.build_model_garden_step(config, features, labels)
   return lambda: float(step(inputs, labels).numpy())
 
 
@@ -175,8 +106,8 @@ def run_child(spec):
   batch = int(batch)
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   config = AlbertConfig.from_json_file(os.path.join(REPO, SHAPES[shape]))
-  features, labels = _synthetic_batch(batch, FLAGS.seq_length, FLAGS.num_predictions,
-                                      config.vocab_size)
+  features, labels = common.synthetic_pretraining_batch(batch, FLAGS.seq_length,
+                                                      FLAGS.num_predictions, config.vocab_size)
   if mode.startswith("timing="):
     run_timing_child(config, features, labels, shape, batch, mode[len("timing="):].split("+"))
     return

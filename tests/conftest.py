@@ -1,29 +1,15 @@
-"""Shared pytest setup: quiet TensorFlow, tiny configs, policy reset."""
+"""Shared pytest setup: quiet TensorFlow, policy reset.
+
+Tests mirror the package (tests/layers/ for albert_tf/layers/, ...); tests/integration/ runs the
+top-level scripts end to end; tests/helpers/ holds what several of them share.
+"""
 
 import os
 
 # Before TensorFlow is imported anywhere: no info logs.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import json  # noqa: E402
-import pathlib  # noqa: E402
-
 import pytest  # noqa: E402
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-CONFIG_DIR = REPO_ROOT / "configs"
-
-
-def tiny_config_dict(**overrides):
-  """The tiny test config (H=32, L=2, vocab 1000) with overrides."""
-  cfg = json.loads((CONFIG_DIR / "albert_tiny.json").read_text())
-  cfg.update(overrides)
-  return cfg
-
-
-@pytest.fixture
-def repo_root():
-  return REPO_ROOT
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from albert_tf import AlbertConfig, AlbertError
-from tests.conftest import CONFIG_DIR
+from tests.helpers.paths import CONFIG_DIR
 
 RELEASED = {
     "base": (12, 768, 12, 3072),

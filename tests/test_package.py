@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from tests.conftest import REPO_ROOT
+from tests.helpers.paths import REPO_ROOT
 
 
 def test_public_api_names():

@@ -11,6 +11,7 @@ import os
 
 import tensorflow as tf
 
+from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints.init import checkpoint_global_step, init_from_checkpoint
 from albert_tf.errors import AlbertError
@@ -20,7 +21,7 @@ def _has_pretraining_heads(path):
   if os.path.isdir(path) and not tf.io.gfile.exists(os.path.join(path, "checkpoint")):
     return True  # an HF directory: AlbertForPreTraining weights carry both heads
   names = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path)).get_variable_to_shape_map()
-  return any(n.endswith("cls/predictions/output_bias") or "masked_lm_head/output_bias" in n
+  return any(n.endswith(official_names.MLM_OUTPUT_BIAS) or "masked_lm_head/output_bias" in n
              for n in names)
 
 

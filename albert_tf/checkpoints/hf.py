@@ -1,22 +1,23 @@
 """Hugging Face transformers ALBERT directories (`config.json` + `model.safetensors`), both ways.
 
 Reading needs no PyTorch: tensors come from `model.safetensors` through `safetensors.numpy`.
-Names follow `hf_names`; values are assigned to the model through the official TF1 names of
-`tf1_names.model_variable_map`, with the same semantics as `tf1.load_tf1_checkpoint`: every
-shape is checked before anything is assigned, and the report lists what was loaded, what the
-model has that the directory lacks, and what the directory has that the model does not use.
+A Hugging Face `AlbertForPreTraining` stores PyTorch tensors: `albert.` (the encoder and pooler),
+`predictions.` (masked-LM head) and `sop_classifier.` (sentence-order head); each one's name
+beside its official TF1 name is in `official_names`. Values are assigned with the same semantics
+as `tf1.load_tf1_checkpoint`: every shape is checked before anything is assigned, and the report
+lists what was loaded, what the model has that the directory lacks, and what the directory has
+that the model does not use.
 """
 
 import json
 import math
 import os
-import tempfile
 
 import numpy as np
 from absl import logging
 
-from albert_tf.checkpoints import hf_names
-from albert_tf.checkpoints import tf1_names
+from albert_tf import fileio
+from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -41,11 +42,56 @@ _ACT_FROM_HF = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "relu": "relu",
 _ACT_TO_HF = {"gelu": "gelu_new", "gelu_new": "gelu_new", "relu": "relu", "tanh": "tanh",
               "linear": "linear"}
 
+BASE_PREFIX = "albert."
+
+# HF tensors that are tied copies of others (not stored by save_pretrained, but some files have
+# them): HF name -> the HF name it must equal.
+TIED = {
+    "predictions.decoder.weight": "albert.embeddings.word_embeddings.weight",
+    "predictions.decoder.bias": "predictions.bias",
+}
+
+# Buffers older transformers versions stored beside the weights; not model weights.
+BUFFER_SUFFIXES = (".position_ids", ".token_type_ids")
+
 # Fields that decide the computation and that config.json and the model must agree on.
 _ARCHITECTURE_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                         "num_hidden_groups", "num_attention_heads", "intermediate_size",
                         "inner_group_num", "max_position_embeddings", "type_vocab_size",
                         "hidden_act")
+
+
+def hf_group_index(layer, num_layers, num_groups):
+  """The group HF's AlbertTransformer gives layer `layer`: int(l / (L / G))."""
+  return int(layer / (num_layers / num_groups))
+
+
+def check_group_rule(config, where):
+  """Refuses a config whose layers HF would map to other groups than the official code does.
+
+  HF computes int(l / (L / G)), the official code int(l / L * G), both in floating point; they
+  differ for some (L, G), e.g. L = G = 22 (layer 15). Such a model cannot move between the two
+  and keep its outputs.
+
+  Raises:
+    AlbertError: naming `where` and the layers that differ.
+  """
+  num_layers, num_groups = config.num_hidden_layers, config.num_hidden_groups
+  differ = [l for l in range(num_layers)
+            if hf_group_index(l, num_layers, num_groups) != config.group_index(l)]
+  if differ:
+    detail = ", ".join(f"layer {l}: official group {config.group_index(l)}, HF group "
+                       f"{hf_group_index(l, num_layers, num_groups)}" for l in differ)
+    raise AlbertError(f"{where}: num_hidden_layers={num_layers} with num_hidden_groups="
+                      f"{num_groups} maps layers to different groups in HF transformers than in "
+                      f"the official model ({detail})")
+
+
+def check_sharing(config, where):
+  """HF ALBERT has only the official sharing (`sharing: all`); refuses the ablations."""
+  if config.sharing != "all":
+    raise AlbertError(f"{where}: sharing={config.sharing!r} has no HF transformers ALBERT "
+                      "layout (HF shares whole groups only: expected sharing 'all')")
 
 
 def is_hf_directory(path):
@@ -202,8 +248,8 @@ def read_hf_tensors(path, names_only=False):
     others = [n for n in _OTHER_WEIGHTS if os.path.exists(os.path.join(path, n))]
     found = f" (found {', '.join(others)}: re-save it with safe_serialization)" if others else ""
     raise AlbertError(f"{path}: HF directory has no {WEIGHTS_NAME}{found}")
-  if tensors and not any(name.startswith(hf_names.BASE_PREFIX) for name in tensors):
-    tensors = {hf_names.BASE_PREFIX + name: value for name, value in tensors.items()}
+  if tensors and not any(name.startswith(BASE_PREFIX) for name in tensors):
+    tensors = {BASE_PREFIX + name: value for name, value in tensors.items()}
   return tensors
 
 
@@ -235,20 +281,18 @@ def load_hf_checkpoint(model, path):
   path = os.fspath(path)
   config_file = os.path.join(path, CONFIG_NAME)
   weights_where = os.path.join(path, WEIGHTS_NAME)
-  encoder = tf1_names.encoder_of(model)
+  encoder = official_names.encoder_of(model)
   model_config = encoder.config
   _check_same_architecture(config_from_hf(path), model_config, config_file)
-  hf_names.check_sharing(model_config, config_file)
-  hf_names.check_group_rule(model_config, config_file)
+  check_sharing(model_config, config_file)
+  check_group_rule(model_config, config_file)
   tensors = read_hf_tensors(path)
 
   loaded, missing, used, assignments = [], [], set(), []
-  for name, variable in tf1_names.model_variable_map(model).items():
-    mapped = hf_names.hf_name(name)
-    if mapped is None or mapped[0] not in tensors:
+  for name, variable, source, transpose in official_names.official_variables(model):
+    if source is None or source not in tensors:
       missing.append(name)
       continue
-    source, transpose = mapped
     value = tensors[source]
     want = variable.shape.as_list()
     got = list(value.shape[::-1]) if transpose else list(value.shape)
@@ -263,7 +307,7 @@ def load_hf_checkpoint(model, path):
 
   # HF always has an E->H projection; the official model has none when E == H, so there it
   # must be the identity to be dropped.
-  mapping = "albert.encoder.embedding_hidden_mapping_in"
+  mapping = official_names.HF_EMBEDDING_PROJECTION
   if encoder.embedding_projection is None and mapping + ".weight" in tensors:
     weight = tensors[mapping + ".weight"]
     bias = tensors.get(mapping + ".bias", np.zeros(weight.shape[:1], weight.dtype))
@@ -274,13 +318,13 @@ def load_hf_checkpoint(model, path):
                         "projection")
     used.update(n for n in (mapping + ".weight", mapping + ".bias") if n in tensors)
 
-  for copy_name, original in hf_names.TIED.items():
+  for copy_name, original in TIED.items():
     if copy_name in tensors and original in tensors:
       if not np.array_equal(tensors[copy_name], tensors[original]):
         raise AlbertError(f"{weights_where}: {copy_name} differs from {original}, to which "
                           "ALBERT ties it")
       used.add(copy_name)
-  used.update(n for n in tensors if n.endswith(hf_names.BUFFER_SUFFIXES))
+  used.update(n for n in tensors if n.endswith(BUFFER_SUFFIXES))
 
   # Assign only after every check, so a refused directory leaves the model untouched.
   for variable, value in assignments:
@@ -288,21 +332,6 @@ def load_hf_checkpoint(model, path):
   unexpected = sorted(n for n in tensors if n not in used)
   return LoadReport(checkpoint=path, loaded=sorted(loaded), missing=sorted(missing),
                     unexpected=unexpected)
-
-
-def _write_atomically(final_path, write_fn):
-  """Calls write_fn(temp_path) in the target directory, then renames over final_path."""
-  directory = os.path.dirname(final_path) or "."
-  fd, temp = tempfile.mkstemp(prefix="." + os.path.basename(final_path) + ".", dir=directory)
-  os.close(fd)
-  try:
-    write_fn(temp)
-    os.chmod(temp, 0o644)  # mkstemp makes 0600 files
-    os.replace(temp, final_path)
-  except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
-    raise
 
 
 def save_hf_checkpoint(model, directory):
@@ -326,35 +355,30 @@ def save_hf_checkpoint(model, directory):
   """
   from safetensors import numpy as st_numpy  # pylint: disable=g-import-not-at-top
   directory = os.fspath(directory)
-  encoder = tf1_names.encoder_of(model)
+  encoder = official_names.encoder_of(model)
   config = encoder.config
-  hf_names.check_sharing(config, directory)
-  hf_names.check_group_rule(config, directory)
+  check_sharing(config, directory)
+  check_group_rule(config, directory)
   tensors, skipped = {}, []
-  for name, variable in sorted(tf1_names.model_variable_map(model).items()):
-    mapped = hf_names.hf_name(name)
-    if mapped is None:
+  for name, variable, hf_name, transpose in sorted(official_names.official_variables(model),
+                                                   key=lambda row: row.name):
+    if hf_name is None:
       skipped.append(name)
       continue
     value = variable.numpy().astype(np.float32)
-    tensors[mapped[0]] = np.ascontiguousarray(value.T if mapped[1] else value)
+    tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
   if encoder.embedding_projection is None:
     size = config.hidden_size
-    tensors["albert.encoder.embedding_hidden_mapping_in.weight"] = np.eye(size, dtype=np.float32)
-    tensors["albert.encoder.embedding_hidden_mapping_in.bias"] = np.zeros(size, np.float32)
+    mapping = official_names.HF_EMBEDDING_PROJECTION
+    tensors[mapping + ".weight"] = np.eye(size, dtype=np.float32)
+    tensors[mapping + ".bias"] = np.zeros(size, np.float32)
   if skipped:
     logging.warning("Not written to the HF directory (no HF ALBERT name): %s", ", ".join(skipped))
   has_heads = "predictions.bias" in tensors and "sop_classifier.classifier.weight" in tensors
   architectures = ["AlbertForPreTraining"] if has_heads else ["AlbertModel"]
-  os.makedirs(directory, exist_ok=True)
+  with fileio.atomic_path(os.path.join(directory, WEIGHTS_NAME)) as temp:
+    # metadata format "pt": transformers refuses safetensors files without a known format.
+    st_numpy.save_file(tensors, temp, metadata={"format": "pt"})
   text = json.dumps(hf_config_dict(config, architectures), indent=2, sort_keys=True) + "\n"
-
-  def write_config(temp):
-    with open(temp, "w", encoding="utf-8") as f:
-      f.write(text)
-
-  # metadata format "pt": transformers refuses safetensors files without a known format.
-  _write_atomically(os.path.join(directory, WEIGHTS_NAME),
-                    lambda temp: st_numpy.save_file(tensors, temp, metadata={"format": "pt"}))
-  _write_atomically(os.path.join(directory, CONFIG_NAME), write_config)
+  fileio.write_text(os.path.join(directory, CONFIG_NAME), text)
   return sorted(tensors)

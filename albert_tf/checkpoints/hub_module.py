@@ -26,7 +26,7 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
-from albert_tf.checkpoints import tf1_names
+from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -38,7 +38,6 @@ _MODULE_DEF_FILE = "tfhub_module.pb"
 _CONFIG_ASSET = "albert_config.json"
 _VOCAB_ASSET = "30k-clean.vocab"
 _EXPORT_INFO = posixpath.join("assets.extra", "albert_export.json")
-_EMBEDDING_NAME = "bert/embeddings/word_embeddings"
 _OURS_KEY_RE = re.compile(r"^model_variables/(\d+)/\.ATTRIBUTES/VARIABLE_VALUE$")
 _ASSETS_KEY = "saved_model_assets"  # tf.compat.v1.saved_model.ASSETS_KEY
 
@@ -146,8 +145,8 @@ def load_hub_module_weights(model, module):
     module.variable_names = _albert_tf_variable_names(module)
   reader = tf.train.load_checkpoint(module.checkpoint_prefix)
   shapes = reader.get_variable_to_shape_map()
-  encoder_names = set(tf1_names.encoder_variable_map(tf1_names.encoder_of(model)))
-  model_vars = tf1_names.model_variable_map(model)
+  encoder_names = set(official_names.encoder_variable_map(model))
+  model_vars = official_names.model_variable_map(model)
   missing_encoder = sorted(n for n in encoder_names if n not in module.variable_names)
   if missing_encoder:
     raise AlbertError(f"{module.path}: the module lacks encoder variable {missing_encoder[0]} "
@@ -169,7 +168,7 @@ def load_hub_module_weights(model, module):
     loaded.append(name)
   used = set(loaded)
   unexpected = sorted(n for n in module.variable_names if n not in used)
-  extra_encoder = [n for n in unexpected if n.startswith("bert/")]
+  extra_encoder = [n for n in unexpected if n.startswith(official_names.ENCODER_SCOPE)]
   if extra_encoder:
     # E.g. group_1 weights with a one-group config: the module would compute something else.
     raise AlbertError(f"{module.path}: the module holds encoder variable {extra_encoder[0]} that "
@@ -224,13 +223,14 @@ def _checkpoint_shapes(path, prefix):
 
 def _tf1_variable_names(path, shapes):
   """{official name: checkpoint name}: the names with any scope prefix (`module/`) removed."""
-  anchors = sorted(n for n in shapes if n == _EMBEDDING_NAME or n.endswith("/" + _EMBEDDING_NAME))
+  anchor = official_names.WORD_EMBEDDINGS
+  anchors = sorted(n for n in shapes if n == anchor or n.endswith("/" + anchor))
   if not anchors:
-    raise AlbertError(f"{path}: not an ALBERT module (no {_EMBEDDING_NAME} among its "
+    raise AlbertError(f"{path}: not an ALBERT module (no {anchor} among its "
                       f"{len(shapes)} variables)")
-  prefix = anchors[0][:-len(_EMBEDDING_NAME)]
+  prefix = anchors[0][:-len(anchor)]
   return {name[len(prefix):]: name for name in shapes
-          if name.startswith(prefix) and not tf1_names.is_optimizer_state(name)
+          if name.startswith(prefix) and not official_names.is_optimizer_state(name)
           and name[len(prefix):] != "global_step"}
 
 
@@ -350,7 +350,7 @@ def _albert_tf_variable_names(module):
                       f"match its variables?)")
   index = {id(v): i for i, v in enumerate(variables)}
   names = {}
-  for name, variable in tf1_names.model_variable_map(template).items():
+  for name, variable in official_names.model_variable_map(template).items():
     key = stored[index[id(variable)]]
     if list(shapes[key]) != variable.shape.as_list():
       raise AlbertError(f"{module.path}: variable {name} has shape {list(shapes[key])} in the "

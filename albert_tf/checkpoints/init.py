@@ -7,7 +7,7 @@ from absl import logging
 
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import tf1
-from albert_tf.checkpoints import tf1_names
+from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
 
 
@@ -20,7 +20,7 @@ def restore_tf2_checkpoint(model, path):
   Raises:
     AlbertError: the checkpoint has no encoder matching this model's shape.
   """
-  encoder = tf1_names.encoder_of(model)
+  encoder = official_names.encoder_of(model)
   encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
   try:
     # expect_partial: the optimizer state and other heads in the file are meant to stay unread.
@@ -62,7 +62,7 @@ def init_from_checkpoint(model, path, init_from_group0=False):
     report = hf.load_hf_checkpoint(model, path)
   else:
     report = tf1.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
-  missing_encoder = [n for n in report.missing if n.startswith("bert/")]
+  missing_encoder = [n for n in report.missing if n.startswith(official_names.ENCODER_SCOPE)]
   if missing_encoder:
     raise AlbertError(f"{path}: checkpoint lacks {len(missing_encoder)} encoder variables, e.g. "
                       f"{missing_encoder[0]} (does albert_config match the checkpoint?)")
@@ -105,7 +105,7 @@ def restore_model_weights(model, path):
                         ) from None
     status.expect_partial()  # The optimizer state in the file is meant to stay unread.
     return checkpoint_global_step(path)
-  unnamed = tf1_names.unnamed_variables(model)
+  unnamed = official_names.unnamed_variables(model)
   if unnamed:
     raise AlbertError(f"{path}: a TF1 checkpoint cannot fill {unnamed[0].name} of "
                       f"{type(model).__name__} (no official name)")
@@ -113,7 +113,8 @@ def restore_model_weights(model, path):
   if report.missing:
     raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this model, "
                       f"e.g. {report.missing[0]} (a pretraining checkpoint, or another task's?)")
-  extra = [n for n in report.unexpected if n.startswith(("bert/", tf1.HUB_SCOPE + "bert/"))]
+  encoder_scopes = (official_names.ENCODER_SCOPE, tf1.HUB_SCOPE + official_names.ENCODER_SCOPE)
+  extra = [n for n in report.unexpected if n.startswith(encoder_scopes)]
   if extra:
     raise AlbertError(f"{path}: checkpoint holds encoder variable {extra[0]} that the config has "
                       f"no place for (does albert_config match the checkpoint?)")

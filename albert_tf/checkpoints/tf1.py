@@ -8,7 +8,7 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoints import tf1_names
+from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
 
 _GROUP_RE = re.compile(r"^(bert/encoder/transformer/)group_\d+/")
@@ -77,7 +77,7 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
   path = resolve_checkpoint_path(path)
   reader = tf.train.load_checkpoint(path)
   shapes = reader.get_variable_to_shape_map()
-  model_vars = tf1_names.model_variable_map(model)
+  model_vars = official_names.model_variable_map(model)
   loaded, missing, used = [], [], set()
   assignments = []
   for name, variable in model_vars.items():
@@ -88,20 +88,68 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
     if source not in shapes:
       missing.append(name)
       continue
+    assignments.append((variable, source))
+    used.add(source)
+    loaded.append(name)
+  _assign_checked(reader, path, assignments)
+  unexpected = sorted(n for n in shapes
+                      if n not in used and not official_names.is_optimizer_state(n))
+  return LoadReport(checkpoint=path, loaded=sorted(loaded), missing=sorted(missing),
+                    unexpected=unexpected)
+
+
+def _assign_checked(reader, path, assignments):
+  """Assigns each (variable, checkpoint name) pair once every shape has been checked.
+
+  Checking all first means a refused checkpoint leaves the model untouched.
+
+  Raises:
+    AlbertError: a shape differs (both shapes given).
+  """
+  shapes = reader.get_variable_to_shape_map()
+  for variable, source in assignments:
     want = variable.shape.as_list()
     if list(shapes[source]) != want:
       raise AlbertError(f"{path}: variable {source} has shape {list(shapes[source])} in the "
                         f"checkpoint but the model expects {want} (wrong albert_config?)")
-    assignments.append((variable, source))
-    used.add(source)
-    loaded.append(name)
-  # Assign only after every shape checked, so a refused checkpoint leaves the model untouched.
   for variable, source in assignments:
     variable.assign(reader.get_tensor(source).astype(variable.dtype.as_numpy_dtype))
-  unexpected = sorted(n for n in shapes
-                      if n not in used and not tf1_names.is_optimizer_state(n))
-  return LoadReport(checkpoint=path, loaded=sorted(loaded), missing=sorted(missing),
-                    unexpected=unexpected)
+
+
+def load_tf1_head(model, path):
+  """Loads the model's task head from an official TF1 fine-tuned checkpoint, all or nothing.
+
+  E.g. the SQuAD head of run_squad_v1/v2.py (`cls/squad/...`, `start_logits/...`), the GLUE or
+  RACE `output_weights` / `output_bias`: the head variables of `official_names`.
+
+  Args:
+    model: a built task model (AlbertSquadModel, AlbertClassifier, ...).
+    path: a TF1 checkpoint prefix.
+  Returns:
+    The official names loaded, sorted: all of the head's, or [] when the checkpoint has none of
+    them (a pretraining checkpoint).
+  Raises:
+    AlbertError: the checkpoint has only part of the head, or a shape differs.
+  """
+  reader = tf.train.load_checkpoint(path)
+  shapes = reader.get_variable_to_shape_map()
+  names = official_names.head_variable_map(model)
+  present = [n for n in names if n in shapes]
+  if not present:
+    return []
+  if len(present) != len(names):
+    missing = sorted(set(names) - set(present))
+    raise AlbertError(f"{path}: has part of the {type(model).__name__} head but not "
+                      f"{missing[0]} ({len(missing)} missing; a checkpoint of another task, or "
+                      "a SQuAD v1.1 checkpoint for a v2.0 model?)")
+  _assign_checked(reader, path, [(variable, name) for name, variable in names.items()])
+  return sorted(names)
+
+
+def write_checkpoint_state(prefix):
+  """Points the directory's `checkpoint` file at `prefix`, for tf.train.latest_checkpoint."""
+  directory = os.path.dirname(prefix) or "."
+  tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(prefix))
 
 
 def save_tf1_checkpoint(model, path, global_step=None, update_state=True):
@@ -122,7 +170,7 @@ def save_tf1_checkpoint(model, path, global_step=None, update_state=True):
   path = os.fspath(path)
   directory = os.path.dirname(path) or "."
   tf.io.gfile.makedirs(directory)
-  variables = tf1_names.model_variable_map(model)
+  variables = official_names.model_variable_map(model)
   names = sorted(variables)
   tensors = [tf.convert_to_tensor(variables[n].numpy()) for n in names]
   if global_step is not None:
@@ -131,6 +179,5 @@ def save_tf1_checkpoint(model, path, global_step=None, update_state=True):
   tf.raw_ops.SaveV2(prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=tensors)
   if update_state:
-    # The `checkpoint` state file, so the directory works with tf.train.latest_checkpoint.
-    tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(path))
+    write_checkpoint_state(path)
   return path

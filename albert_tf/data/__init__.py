@@ -1,1 +1,1 @@
-"""Data: corpora, pretraining TFRecords, and the GLUE / SQuAD / RACE readers and features."""
+"""Data: the GLUE / SQuAD / RACE readers and features, and pretraining TFRecords (pretraining/)."""

@@ -5,40 +5,22 @@ The records are the official ones (`classifier_utils.file_based_convert_examples
 choices concatenated, 4 * max_seq_length), label_ids (int64; float32 for STS-B) and
 is_real_example. A TFRecord written by the official code is therefore read as is.
 
+Truncation and the [CLS] A [SEP] B [SEP] layout come from `albert_tf.text.packing`, which the
+raw-text serving signatures use too.
+
 Cached files get a `.meta.json` sidecar with what produced them (data file, tokenizer,
 max_seq_length ...); a cache made with other settings is rebuilt instead of silently reused.
 """
 
 import json
-import os
 import time
 
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
-
-CLS, SEP = "[CLS]", "[SEP]"
-
-
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-  """Truncates in place, one token at a time from the end of the longer list (official rule)."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
-
-
-def pack_tokens(tokens_a, tokens_b, max_seq_length):
-  """[CLS] A [SEP] (B [SEP]) -> (tokens, segment_ids) with segment 1 for B; no padding."""
-  tokens = [CLS] + list(tokens_a) + [SEP]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += list(tokens_b) + [SEP]
-    segment_ids += [1] * (len(tokens_b) + 1)
-  assert len(tokens) <= max_seq_length
-  return tokens, segment_ids
+from albert_tf.text import packing
 
 
 def _pad(ids, max_seq_length):
@@ -66,11 +48,8 @@ def convert_classifier_example(example, label_list, max_seq_length, tokenizer):
   """
   tokens_a = tokenizer.tokenize(example.text_a)
   tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  if tokens_b:
-    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  else:
-    tokens_a = tokens_a[:max_seq_length - 2]
-  tokens, segment_ids = pack_tokens(tokens_a, tokens_b, max_seq_length)
+  tokens_a, tokens_b = packing.fit_classifier_tokens(tokens_a, tokens_b, max_seq_length)
+  tokens, segment_ids = packing.pack_tokens(tokens_a, tokens_b, max_seq_length)
   input_ids, input_mask, segment_ids = _ids_mask_segments(tokenizer, tokens, segment_ids,
                                                           max_seq_length)
   if label_list:
@@ -90,9 +69,9 @@ def convert_race_example(example, max_seq_length, max_qa_length, tokenizer):
   context_tokens = tokenizer.tokenize(example.context)
   all_ids, all_mask, all_segments = [], [], []
   for ending in example.endings:
-    ending_tokens = tokenizer.tokenize(ending)[-max_qa_length:]
-    context_choice = context_tokens[:max(0, max_seq_length - 3 - len(ending_tokens))]
-    tokens, segment_ids = pack_tokens(context_choice, ending_tokens, max_seq_length)
+    context_choice, ending_tokens = packing.fit_choice_tokens(
+        context_tokens, tokenizer.tokenize(ending), max_seq_length, max_qa_length)
+    tokens, segment_ids = packing.pack_tokens(context_choice, ending_tokens, max_seq_length)
     ids, mask, segments = _ids_mask_segments(tokenizer, tokens, segment_ids, max_seq_length)
     all_ids += ids
     all_mask += mask
@@ -120,30 +99,16 @@ def feature_to_tf_example(feature):
 
 def write_tfrecord(features, path):
   """Writes an iterable of feature dicts; atomic (temp name, then rename). Returns the count."""
-  tmp = f"{path}.tmp-{os.getpid()}"
   count = 0
   start = time.time()
-  try:
-    with tf.io.TFRecordWriter(tmp) as writer:
-      for feature in features:
-        writer.write(feature_to_tf_example(feature).SerializeToString())
-        count += 1
-        if count % 10000 == 0:
-          rate = count / max(time.time() - start, 1e-9)
-          logging.info("%s: %d examples written (%.0f examples/s)", path, count, rate)
-    os.replace(tmp, path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  with fileio.atomic_path(path) as temp, tf.io.TFRecordWriter(temp) as writer:
+    for feature in features:
+      writer.write(feature_to_tf_example(feature).SerializeToString())
+      count += 1
+      if count % 10000 == 0:
+        rate = count / max(time.time() - start, 1e-9)
+        logging.info("%s: %d examples written (%.0f examples/s)", path, count, rate)
   return count
-
-
-def file_fingerprint(path):
-  """Cheap identity of an input file: path, size, mtime (None when there is no file)."""
-  if not path or not os.path.exists(path):
-    return None
-  stat = os.stat(path)
-  return {"path": os.path.abspath(path), "size": stat.st_size, "mtime": int(stat.st_mtime)}
 
 
 def cached_features(path, meta, make_features):
@@ -156,22 +121,18 @@ def cached_features(path, meta, make_features):
   """
   meta_path = path + ".meta.json"
   meta = json.loads(json.dumps(meta))  # normalise tuples etc. for the comparison
-  if os.path.exists(path):
-    if not os.path.exists(meta_path):
+  if fileio.exists(path):
+    if not fileio.exists(meta_path):
       logging.info("Using existing features %s (no metadata; assuming it matches)", path)
       return path
-    with open(meta_path, "r", encoding="utf-8") as f:
-      old = json.load(f)
+    old = fileio.read_json(meta_path)
     if old.get("settings") == meta:
       logging.info("Using cached features %s (%d examples)", path, old.get("num_examples", -1))
       return path
     logging.info("Cached features %s were made with other settings; rebuilding", path)
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   count = write_tfrecord(make_features(), path)
-  tmp_meta = meta_path + ".tmp"
-  with open(tmp_meta, "w", encoding="utf-8") as f:
-    json.dump({"settings": meta, "num_examples": count}, f, indent=2, sort_keys=True)
-  os.replace(tmp_meta, meta_path)
+  fileio.write_json(meta_path, {"settings": meta, "num_examples": count}, indent=2,
+                    sort_keys=True)
   logging.info("Wrote %d examples to %s", count, path)
   return path
 

@@ -15,6 +15,7 @@ import dataclasses
 import os
 from typing import Callable, Optional, Sequence, Union
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 
 SPLITS = ("train", "dev", "test")
@@ -307,9 +308,6 @@ def write_submission(path, spec, examples, predictions):
   """
   if len(examples) != len(predictions):
     raise AlbertError(f"{path}: {len(predictions)} predictions for {len(examples)} test examples")
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write("index\tprediction\n")
-    for example, prediction in zip(examples, predictions):
-      f.write(f"{example.guid}\t{format_prediction(spec, prediction)}\n")
-  os.replace(tmp, path)
+  fileio.write_text(path, "index\tprediction\n" + "".join(
+      f"{example.guid}\t{format_prediction(spec, prediction)}\n"
+      for example, prediction in zip(examples, predictions)))

@@ -26,6 +26,7 @@ from typing import Dict, List
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 
 # The official first unique id.
@@ -234,6 +235,15 @@ def answer_token_span(offsets, char_start, char_end):
   return first, last
 
 
+def check_window_lengths(max_seq_length, max_query_length, doc_stride):
+  """Raises AlbertError unless a question and a passage window fit in max_seq_length."""
+  if max_seq_length <= max_query_length + 3:
+    raise AlbertError(f"--max_seq_length ({max_seq_length}) must be greater than "
+                      f"--max_query_length ({max_query_length}) + 3")
+  if doc_stride < 1:
+    raise AlbertError(f"--doc_stride must be >= 1, got {doc_stride}")
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                  max_query_length, is_training, log_every=1000):
   """Yields SquadFeature for each window of each example (official ALBERT rules).
@@ -245,11 +255,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     is_training: label windows (windows that miss the answer become "impossible": start = end = 0
       on [CLS], as the official code does, also for v1.1).
   """
-  if max_seq_length <= max_query_length + 3:
-    raise AlbertError(f"--max_seq_length ({max_seq_length}) must be greater than "
-                      f"--max_query_length ({max_query_length}) + 3")
-  if doc_stride < 1:
-    raise AlbertError(f"--doc_stride must be >= 1, got {doc_stride}")
+  check_window_lengths(max_seq_length, max_query_length, doc_stride)
   cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
   cls_piece, sep_piece = tokenizer.convert_ids_to_tokens([cls_id, sep_id])
   unique_id = FIRST_UNIQUE_ID
@@ -367,51 +373,18 @@ def feature_to_tf_example(feature, is_training):
   return tf.train.Example(features=tf.train.Features(feature=features))
 
 
-def _temp_name(path):
-  return f"{path}.tmp-{os.getpid()}"
-
-
-class FeatureWriter:
-  """Writes features as official TFRecords to `filename` (via a temp name, renamed on close)."""
-
-  def __init__(self, filename, is_training):
-    self.filename = filename
-    self.is_training = is_training
-    self.num_features = 0
-    parent = os.path.dirname(filename)
-    if parent:
-      tf.io.gfile.makedirs(parent)
-    self._temp = _temp_name(filename)
-    self._writer = tf.io.TFRecordWriter(self._temp)
-
-  def process_feature(self, feature):
-    self._writer.write(feature_to_tf_example(feature, self.is_training).SerializeToString())
-    self.num_features += 1
-
-  def close(self):
-    self._writer.close()
-    tf.io.gfile.rename(self._temp, self.filename, overwrite=True)
-
-  def abort(self):
-    self._writer.close()
-    if tf.io.gfile.exists(self._temp):
-      tf.io.gfile.remove(self._temp)
-
-
 def write_features(features, filename, is_training, keep=False):
-  """Writes an iterable of SquadFeature to `filename`; returns the list if keep, else the count."""
-  writer = FeatureWriter(filename, is_training)
+  """Writes an iterable of SquadFeature to `filename` as official TFRecords, atomically (a temp
+  name renamed when all are written). Returns the list if keep, else the count."""
   kept = []
-  try:
+  count = 0
+  with fileio.atomic_path(filename) as temp, tf.io.TFRecordWriter(temp) as writer:
     for feature in features:
-      writer.process_feature(feature)
+      writer.write(feature_to_tf_example(feature, is_training).SerializeToString())
+      count += 1
       if keep:
         kept.append(feature)
-  except BaseException:
-    writer.abort()
-    raise
-  writer.close()
-  return kept if keep else writer.num_features
+  return kept if keep else count
 
 
 def feature_spec(seq_length, is_training):
@@ -482,20 +455,12 @@ def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_rema
 # ----------------------------------------------------------------------------- "left" features
 
 
-def _file_sha1(path):
-  digest = hashlib.sha1()
-  with tf.io.gfile.GFile(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      digest.update(chunk)
-  return digest.hexdigest()
-
-
 def conversion_settings(max_seq_length, doc_stride, max_query_length, do_lower_case,
                         spm_model_file=None):
   """What a cached feature file depends on (stored with it, checked when it is reused)."""
   spm = None
   if spm_model_file:
-    spm = (_file_sha1(spm_model_file) if tf.io.gfile.exists(spm_model_file)
+    spm = (fileio.file_sha1(spm_model_file) if fileio.exists(spm_model_file)
            else os.path.basename(spm_model_file))
   return {"max_seq_length": int(max_seq_length), "doc_stride": int(doc_stride),
           "max_query_length": int(max_query_length), "do_lower_case": bool(do_lower_case),
@@ -514,27 +479,19 @@ def examples_fingerprint(examples):
 
 def save_features_left(features, path, settings, examples):
   """Writes the prediction features' post-processing data (JSON, temp name then rename)."""
-  payload = {
+  fileio.write_json(path, {
       "format": _LEFT_FILE_FORMAT,
       "settings": settings,
       "examples": examples_fingerprint(examples),
       "features": [dataclasses.asdict(f) for f in features],
-  }
-  parent = os.path.dirname(path)
-  if parent:
-    tf.io.gfile.makedirs(parent)
-  temp = _temp_name(path)
-  with tf.io.gfile.GFile(temp, "w") as f:
-    json.dump(payload, f)
-  tf.io.gfile.rename(temp, path, overwrite=True)
+  })
 
 
 def load_features_left(path, settings, examples):
   """Reads a left file; AlbertError if it is not ours or was built with other settings."""
   flag = "--predict_feature_left_file"
   try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      payload = json.load(f)
+    payload = fileio.read_json(path)
   except (json.JSONDecodeError, UnicodeDecodeError):
     raise AlbertError(f"{flag} {path} is not an albert_tf feature file (an official pickle?); "
                       "delete it to rebuild")
@@ -592,8 +549,7 @@ def prepare_train_features(examples, tokenizer, settings, train_feature_file):
     check_feature_file(train_feature_file, settings["max_seq_length"], True,
                        "train_feature_file")
     if tf.io.gfile.exists(settings_path):
-      with tf.io.gfile.GFile(settings_path, "r") as f:
-        cached = json.load(f)
+      cached = fileio.read_json(settings_path)
       if cached != settings:
         raise AlbertError(f"--train_feature_file {train_feature_file} was built with {cached}, "
                           f"now {settings}; delete it to rebuild")
@@ -603,9 +559,6 @@ def prepare_train_features(examples, tokenizer, settings, train_feature_file):
           examples, tokenizer, settings["max_seq_length"], settings["doc_stride"],
           settings["max_query_length"], is_training=True),
       train_feature_file, is_training=True)
-  temp = _temp_name(settings_path)
-  with tf.io.gfile.GFile(temp, "w") as f:
-    json.dump(settings, f)
-  tf.io.gfile.rename(temp, settings_path, overwrite=True)
+  fileio.write_json(settings_path, settings)
   logging.info("Wrote %d training features to %s", num, train_feature_file)
   return train_feature_file

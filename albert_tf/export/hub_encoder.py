@@ -70,8 +70,8 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
 
   pretrainer: an AlbertPretrainer holding the pretrained weights (encoder + MLM + SOP heads).
   """
-  from albert_tf.checkpoints import tf1_names  # pylint: disable=g-import-not-at-top
-  official = {id(v): n for n, v in tf1_names.model_variable_map(pretrainer).items()}
+  from albert_tf.checkpoints import official_names  # pylint: disable=g-import-not-at-top
+  official = {id(v): n for n, v in official_names.model_variable_map(pretrainer).items()}
   # The SavedModel stores the weights by position (model_variables/<i>); their official names
   # let --albert_hub_module_handle map them back without relying on the variable order.
   identity = serving.model_identity("albert_hub_encoder", pretrainer, None, spm_model_file,

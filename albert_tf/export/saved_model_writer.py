@@ -11,28 +11,16 @@ model is refused with a one-line AlbertError. The TF-Hub style encoder export is
 SavedModel written in place (`write_atomically`).
 """
 
-import hashlib
 import json
 import os
-import shutil
 import time
 
 from absl import logging
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 
 EXPORT_INFO = os.path.join("assets.extra", "albert_export.json")
-
-
-def file_sha1(path):
-  """sha1 of a file's bytes (None for no file)."""
-  if not path:
-    return None
-  digest = hashlib.sha1()
-  with open(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      digest.update(chunk)
-  return digest.hexdigest()
 
 
 def read_export_info(export_dir):
@@ -40,8 +28,7 @@ def read_export_info(export_dir):
   path = os.path.join(export_dir, EXPORT_INFO)
   if not os.path.exists(path):
     return None
-  with open(path, "r", encoding="utf-8") as f:
-    return json.load(f)
+  return fileio.read_json(path)
 
 
 def _describe_difference(old, new):
@@ -83,20 +70,18 @@ def write_atomically(export_dir, identity, write_fn):
   """
   export_dir = os.path.abspath(export_dir.rstrip("/\\"))
   check_export_dir(export_dir, identity)
-  parent = os.path.dirname(export_dir)
-  os.makedirs(parent, exist_ok=True)
-  tmp_dir = f"{export_dir}.tmp-{os.getpid()}"
+  # fileio.atomic_path cannot rename over a non-empty directory: the old model is moved aside
+  # first and deleted once the new one is in place.
   old_dir = f"{export_dir}.old-{os.getpid()}"
-  shutil.rmtree(tmp_dir, ignore_errors=True)
   try:
-    write_fn(tmp_dir)
-    _write_export_info(tmp_dir, identity)
-    if os.path.exists(export_dir):
-      os.replace(export_dir, old_dir)
-    os.replace(tmp_dir, export_dir)
+    with fileio.atomic_path(export_dir) as tmp_dir:
+      fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
+      write_fn(tmp_dir)
+      _write_export_info(tmp_dir, identity)
+      if os.path.exists(export_dir):
+        os.replace(export_dir, old_dir)
   finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    shutil.rmtree(old_dir, ignore_errors=True)
+    fileio.remove(old_dir)
   logging.info("Exported SavedModel to %s", export_dir)
   return export_dir
 
@@ -137,23 +122,16 @@ def write_new_version(export_base, identity, write_fn):
   if versions:
     check_export_dir(versions[-1][1], identity)
   version = max(int(time.time()), versions[-1][0] + 1 if versions else 0)
-  os.makedirs(export_base, exist_ok=True)
   target = os.path.join(export_base, str(version))
-  tmp_dir = os.path.join(export_base, f".tmp-{version}-{os.getpid()}")
-  shutil.rmtree(tmp_dir, ignore_errors=True)
-  try:
+  # The temporary name `<version>.tmp-<pid>` is not a number, so TF Serving never loads it.
+  with fileio.atomic_path(target) as tmp_dir:
+    fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
     write_fn(tmp_dir)
     _write_export_info(tmp_dir, identity)
-    os.replace(tmp_dir, target)
-  finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
   logging.info("Exported SavedModel version %d to %s", version, target)
   return target
 
 
 def _write_export_info(directory, identity):
-  info_path = os.path.join(directory, EXPORT_INFO)
-  os.makedirs(os.path.dirname(info_path), exist_ok=True)
-  with open(info_path, "w", encoding="utf-8") as f:
-    json.dump(identity, f, indent=2, sort_keys=True)
+  fileio.write_json(os.path.join(directory, EXPORT_INFO), identity, indent=2, sort_keys=True)
 

@@ -26,8 +26,9 @@ import shutil
 
 import tensorflow as tf
 
-from albert_tf.export import packing
-from albert_tf.export.saved_model_writer import file_sha1, write_new_version
+from albert_tf.export.saved_model_writer import write_new_version
+from albert_tf.fileio import file_sha1
+from albert_tf.text import packing
 
 CORE_OPS_SUBDIR = "core_ops"
 SPM_ASSET_NAME = "30k-clean.model"

@@ -17,10 +17,10 @@ activations stay float). The model is converted at float32 whatever precision tr
 """
 
 import os
-import tempfile
 
 import tensorflow as tf
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export.precision import serving_copy
 
@@ -102,17 +102,4 @@ def write_tflite(model, path, max_seq_length, quantize="none"):
     AlbertError: another model type, a bad max_seq_length or quantize value.
   """
   data = tflite_bytes(model, max_seq_length, quantize)
-  path = os.fspath(path)
-  directory = os.path.dirname(path) or "."
-  os.makedirs(directory, exist_ok=True)
-  fd, temp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-    os.chmod(temp, 0o644)
-    os.replace(temp, path)
-  except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
-    raise
-  return path
+  return fileio.write_bytes(os.fspath(path), data)

@@ -1,4 +1,4 @@
-"""Task heads on top of the encoder."""
+"""Task heads on top of the encoder (official checkpoint names: checkpoints/official_names)."""
 
 from albert_tf.heads.classification import ClassificationHead
 from albert_tf.heads.masked_lm import MaskedLMHead, gather_positions

@@ -31,10 +31,6 @@ class ClassificationHead(SentenceOrderHead):
   def call(self, pooled_output, training=None):
     return super().call(self.dropout(pooled_output, training=training))
 
-  def tf1_variable_map(self):
-    """The official fine-tuned checkpoint's names: `output_weights`, `output_bias` (no scope)."""
-    return {"output_weights": self.output_weights, "output_bias": self.output_bias}
-
   def get_config(self):
     config = super().get_config()
     config.update(dropout_rate=self.dropout_rate)

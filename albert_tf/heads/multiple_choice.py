@@ -32,10 +32,6 @@ class MultipleChoiceHead(tf_keras.layers.Layer):
     self.scorer.build(input_shape)
     super().build(input_shape)
 
-  def tf1_variable_map(self):
-    """The official RACE head's names: `output_weights` [1, hidden], `output_bias` [1]."""
-    return self.scorer.tf1_variable_map()
-
   def call(self, pooled_output, training=None):
     scores = self.scorer(pooled_output, training=training)  # [batch * choices, 1]
     return tf.reshape(scores, [-1, self.num_choices])

@@ -57,11 +57,6 @@ class SquadSpanHead(tf_keras.layers.Layer):
     logits = tf.cast(logits, tf.float32)
     return {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
 
-  def tf1_variable_map(self):
-    """{official TF1 variable name: variable} (run_squad_v1.py's `cls/squad/...`)."""
-    return {"cls/squad/output_weights": self.output_weights,
-            "cls/squad/output_bias": self.output_bias}
-
   def get_config(self):
     config = super().get_config()
     config.update({"initializer_range": self.initializer_range})
@@ -180,18 +175,6 @@ class SquadV2Head(tf_keras.layers.Layer):
     answer = self.answer_dropout(answer, training=training)
     outputs["cls_logits"] = tf.cast(tf.squeeze(self.answer_dense_1(answer), -1), tf.float32)
     return outputs
-
-  def tf1_variable_map(self):
-    """{official TF1 variable name: variable} (run_squad_v2.py's top-level scopes)."""
-    names = {}
-    for layer in (self.start_dense, self.end_dense_0, self.end_dense_1, self.answer_dense_0,
-                  self.answer_dense_1):
-      names[layer.name + "/kernel"] = layer.kernel
-      if layer.use_bias:
-        names[layer.name + "/bias"] = layer.bias
-    names[self.end_layer_norm.name + "/gamma"] = self.end_layer_norm.gamma
-    names[self.end_layer_norm.name + "/beta"] = self.end_layer_norm.beta
-    return names
 
   def get_config(self):
     config = super().get_config()

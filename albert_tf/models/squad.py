@@ -1,10 +1,8 @@
 """AlbertSquadModel: the encoder + the SQuAD v1.1 span head or the official ALBERT v2.0 head."""
 
-import tensorflow as tf
 import tf_keras
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError
 from albert_tf.heads.squad import SquadSpanHead, SquadV2Head
 from albert_tf.networks.encoder import AlbertEncoder
 
@@ -67,34 +65,3 @@ class AlbertSquadModel(tf_keras.Model):
     config = dict(config)
     return cls(AlbertConfig.from_dict(config.pop("config")), **config)
 
-
-def load_tf1_squad_head(model, path):
-  """Loads the SQuAD head of an official TF1 fine-tuned checkpoint (run_squad_v1/v2.py) into
-  `model.squad_head`, if the checkpoint has it.
-
-  Args:
-    model: a built AlbertSquadModel.
-    path: a TF1 checkpoint prefix.
-  Returns:
-    The official names loaded: all of the head's, or [] when the checkpoint has none of them
-    (a pretraining checkpoint).
-  Raises:
-    AlbertError: the checkpoint has only part of the head, or a shape differs.
-  """
-  reader = tf.train.load_checkpoint(path)
-  shapes = reader.get_variable_to_shape_map()
-  names = model.squad_head.tf1_variable_map()
-  present = [n for n in names if n in shapes]
-  if not present:
-    return []
-  if len(present) != len(names):
-    missing = sorted(set(names) - set(present))
-    raise AlbertError(f"{path}: has part of the SQuAD head but not {missing[0]} "
-                      f"({len(missing)} missing; a v1.1 checkpoint for a v2.0 model?)")
-  for name, variable in names.items():
-    if list(shapes[name]) != variable.shape.as_list():
-      raise AlbertError(f"{path}: variable {name} has shape {list(shapes[name])} in the "
-                        f"checkpoint but the model expects {variable.shape.as_list()}")
-  for name, variable in names.items():
-    variable.assign(reader.get_tensor(name).astype(variable.dtype.as_numpy_dtype))
-  return sorted(names)

@@ -13,8 +13,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf import fileio
 from albert_tf.data import classifier_features, glue
-from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
@@ -66,7 +66,7 @@ class ClassificationTask(SentenceTaskData, Task):
 
   def settings(self, mode):
     split = MODE_TO_SPLIT[mode]
-    return {"task": self.spec.name, "data_file": classifier_features.file_fingerprint(
+    return {"task": self.spec.name, "data_file": fileio.file_fingerprint(
         glue.split_path(self.data_dir, self.spec, split))}
 
   def convert(self, example):

@@ -7,7 +7,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.config import AlbertConfig
-from albert_tf.data import pretraining_dataset
+from albert_tf.data.pretraining import dataset as pretraining_dataset
 from albert_tf.errors import AlbertError
 from albert_tf.tasks.base import Task
 
@@ -29,7 +29,7 @@ class PretrainingConfig:
   init_from_group0: bool = False
   shuffle_seed: Optional[int] = None
   # The official --masked_lm_budget: > 0 re-masks every read instance online (see
-  # albert_tf/data/online_masking.py); 0 uses the records' own (offline) masks.
+  # albert_tf/data/pretraining/online_masking.py); 0 uses the records' own (offline) masks.
   masked_lm_budget: float = 0.0
 
   def __post_init__(self):
@@ -92,7 +92,7 @@ class PretrainingTask(Task):
         files, self.params.max_seq_length, self.params.max_predictions_per_seq, batch_size,
         is_training=is_training, input_context=input_context, seed=self.params.shuffle_seed)
     if self.params.masked_lm_budget > 0:
-      from albert_tf.data import online_masking  # pylint: disable=g-import-not-at-top
+      from albert_tf.data.pretraining import online_masking  # pylint: disable=g-import-not-at-top
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
       ds = online_masking.apply_online_masking(
           ds, self.params.masked_lm_budget, self.params.max_predictions_per_seq,

@@ -73,10 +73,8 @@ class SquadConfig:
       raise AlbertError("--spm_model_file is required (SQuAD features use SentencePiece "
                         "offsets)")
     self.albert_config.check_sequence_length(self.max_seq_length)
-    if self.max_seq_length <= self.max_query_length + 3:
-      raise AlbertError(f"--max_seq_length ({self.max_seq_length}) must be greater than "
-                        f"--max_query_length ({self.max_query_length}) + 3")
-    for name in ("doc_stride", "n_best_size", "max_answer_length", "start_n_top", "end_n_top"):
+    squad.check_window_lengths(self.max_seq_length, self.max_query_length, self.doc_stride)
+    for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top"):
       if getattr(self, name) <= 0:
         raise AlbertError(f"--{name}={getattr(self, name)} is invalid: expected > 0")
     if max(self.start_n_top, self.end_n_top) > self.max_seq_length:
@@ -173,12 +171,12 @@ class SquadTask(Task):
     if not self.init_checkpoint:
       return None
     from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
-    from albert_tf.models.squad import load_tf1_squad_head  # pylint: disable=g-import-not-at-top
+    from albert_tf.checkpoints import load_tf1_head  # pylint: disable=g-import-not-at-top
     report = init_from_checkpoint(model, self.init_checkpoint)
     if report is not None and tf.io.gfile.exists(report.checkpoint + ".index"):
       # TF1: the encoder is loaded; an official SQuAD head may be there too (not in an HF
       # directory or a hub module, which carry no SQuAD head).
-      loaded = load_tf1_squad_head(model, report.checkpoint)
+      loaded = load_tf1_head(model, report.checkpoint)
       if loaded:
         logging.info("Loaded the official SQuAD head (%d variables) from %s", len(loaded),
                      report.checkpoint)

@@ -1,6 +1,11 @@
-"""Text processing for ALBERT: SentencePiece training and the in-graph (serving) tokenizer.
+"""Text processing for ALBERT, in Python and in the TensorFlow graph.
 
-The Python tokenizer that mirrors the official module is `albert_tf.tokenization`.
+  tokenization          the Python tokenizer of the official module (FullTokenizer,
+                        preprocess_text, ...); also importable as `albert_tf.tokenization`
+  packing               how token ids become [CLS] A [SEP] B [SEP] inputs (truncation rules for
+                        classifier pairs and RACE choices), for Python lists and ragged tensors
+  sentencepiece_training  training a SentencePiece model with the official settings
+  in_graph_tokenizer    the serving tokenizer: raw strings -> encoder inputs inside the graph
 """
 
 from albert_tf.text.sentencepiece_training import CONTROL_SYMBOLS

@@ -1,13 +1,15 @@
 """In-graph ALBERT tokenizer for serving: raw strings -> input_ids / input_mask / segment_ids.
 
 Runs entirely in TensorFlow (tensorflow-text's SentencePiece op), so an exported SavedModel takes
-raw text. It reproduces `albert_tf.tokenization.FullTokenizer` (SentencePiece mode) step by step:
+raw text. It reproduces `albert_tf.text.tokenization.FullTokenizer` (SentencePiece mode) step by
+step:
   1. whitespace runs (Python's `str.isspace` set) -> one space, ends stripped;
   2. NFKD (ICU), then characters with a non-zero canonical combining class are dropped;
   3. lower-casing (ICU full mapping, as Python's `str.lower`) when do_lower_case;
   4. SentencePiece ids, then the digit-comma re-split (`▁3,` -> `▁3` `,`) by an id table;
   5. packing [CLS] A [SEP] (B [SEP]) with the official classifier truncation (pop from the end of
-     the longer segment, B on ties) and zero padding to max_seq_length.
+     the longer segment, B on ties) and zero padding to max_seq_length (`albert_tf.text.packing`,
+     the rules the Python feature writers use).
 Known divergences from the Python tokenizer (see `KNOWN_DIVERGENCES`) come from Unicode-version
 differences between Python's `unicodedata` and TensorFlow's ICU.
 """
@@ -20,8 +22,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
-from albert_tf import tokenization
 from albert_tf.errors import AlbertError
+from albert_tf.text import packing
+from albert_tf.text import tokenization
 
 KNOWN_DIVERGENCES = (
     "Characters whose Unicode data differs between Python's unicodedata (Unicode "
@@ -54,18 +57,6 @@ def _char_class(predicate_name):
     ranges.append((start, prev))
   parts = [f"\\x{{{a:04X}}}" if a == b else f"\\x{{{a:04X}}}-\\x{{{b:04X}}}" for a, b in ranges]
   return "[" + "".join(parts) + "]"
-
-
-def classifier_truncation_lengths(len_a, len_b, max_num_tokens):
-  """Lengths after the official `_truncate_seq_pair` (pop from the longer; B on ties).
-
-  Closed form of the loop: len_a' = min(len_a, max(max_num_tokens - len_b, ceil(max/2))),
-  len_b' = min(len_b, max_num_tokens - len_a'). Works elementwise on int tensors.
-  """
-  half_up = (max_num_tokens + 1) // 2
-  new_a = tf.minimum(len_a, tf.maximum(max_num_tokens - len_b, half_up))
-  new_b = tf.minimum(len_b, max_num_tokens - new_a)
-  return new_a, new_b
 
 
 class InGraphTokenizer(tf_keras.layers.Layer):
@@ -133,44 +124,12 @@ class InGraphTokenizer(tf_keras.layers.Layer):
 
   def pack(self, ids_a, ids_b=None):
     """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
-    batch = ids_a.nrows()
-    len_a = ids_a.row_lengths()
-    if ids_b is None:
-      new_a = tf.minimum(len_a, self.max_seq_length - 2)
-      ids_a = _truncate_rows(ids_a, new_a)
-      parts = [_column(self.cls_id, batch), ids_a, _column(self.sep_id, batch)]
-      segments = [tf.zeros_like(p) for p in parts]
-    else:
-      len_b = ids_b.row_lengths()
-      new_a, new_b = classifier_truncation_lengths(len_a, len_b,
-                                                   tf.constant(self.max_seq_length - 3, tf.int64))
-      ids_a, ids_b = _truncate_rows(ids_a, new_a), _truncate_rows(ids_b, new_b)
-      sep = _column(self.sep_id, batch)
-      parts = [_column(self.cls_id, batch), ids_a, sep, ids_b, sep]
-      segments = [tf.zeros_like(p) for p in parts[:3]] + [tf.ones_like(p) for p in parts[3:]]
-    input_ids = tf.concat(parts, axis=1)
-    segment_ids = tf.concat(segments, axis=1)
-    shape = [None, self.max_seq_length]
-    return {
-        "input_ids": input_ids.to_tensor(default_value=self.pad_id, shape=shape),
-        "input_mask": tf.ones_like(input_ids).to_tensor(default_value=0, shape=shape),
-        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
-    }
+    ids_a, ids_b = packing.fit_classifier_ids(ids_a, ids_b, self.max_seq_length)
+    return packing.pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
+                            self.pad_id)
 
   def get_config(self):
     config = super().get_config()
     config.update(spm_model_file=self.spm_model_file, max_seq_length=self.max_seq_length,
                   do_lower_case=self.do_lower_case)
     return config
-
-
-def _column(value, batch):
-  """A ragged [batch, 1] column of one id."""
-  return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(value, tf.int32)))
-
-
-def _truncate_rows(ids, lengths):
-  """Keeps the first lengths[i] items of row i of a RaggedTensor."""
-  positions = tf.ragged.range(ids.row_lengths())
-  keep = positions < tf.expand_dims(tf.cast(lengths, positions.dtype), 1)
-  return tf.ragged.boolean_mask(ids, keep)

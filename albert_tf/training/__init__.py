@@ -1,1 +1,1 @@
-"""Training: the Task interface, optimizers, strategies and the one trainer all scripts share."""
+"""Training: the one runner and the one Trainer all scripts share, with their optimizers and strategies."""

@@ -74,7 +74,8 @@ class TestExample:
   text_b: Optional[str]
 
 
-def _write(path, text):
+def write_file(path, text):
+  """Writes `text` (UTF-8) to `path`, creating its directory; returns `path`."""
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, "w", encoding="utf-8") as f:
     f.write(text)
@@ -115,7 +116,7 @@ def _write_mnli(task_dir):
     a, b = _pair(i, 0)
     rows.append([i, 1000 + i, f"{1000 + i}e", "fiction", *parse_cols(a, b), a, b,
                  _label(labels, i), _label(labels, i)])
-  _write(os.path.join(task_dir, "train.tsv"), _tsv(rows))
+  write_file(os.path.join(task_dir, "train.tsv"), _tsv(rows))
   tests = {}
   for kind, genre, offset in (("matched", "slate", 1), ("mismatched", "verbatim", 2)):
     rows = [dev_header]
@@ -124,13 +125,13 @@ def _write_mnli(task_dir):
       lab = _label(labels, i + offset)
       rows.append([i, 2000 + i, f"{2000 + i}n", genre, *parse_cols(a, b), a, b,
                    lab, lab, lab, lab, lab, lab])
-    _write(os.path.join(task_dir, f"dev_{kind}.tsv"), _tsv(rows))
+    write_file(os.path.join(task_dir, f"dev_{kind}.tsv"), _tsv(rows))
     rows, examples = [test_header], []
     for i in range(N_TEST):
       a, b = _pair(i, offset + 4)
       rows.append([i, 3000 + i, f"{3000 + i}c", genre, *parse_cols(a, b), a, b])
       examples.append(TestExample(str(i), a, b))
-    _write(os.path.join(task_dir, f"test_{kind}.tsv"), _tsv(rows))
+    write_file(os.path.join(task_dir, f"test_{kind}.tsv"), _tsv(rows))
     tests[kind] = examples
   return tests
 
@@ -148,10 +149,10 @@ def write_glue(glue_dir):
   # CoLA: train/dev have no header: source, label, original judgement ("*" if 0), sentence.
   d = os.path.join(glue_dir, "CoLA")
   for split, n, off in (("train", N_TRAIN, 0), ("dev", N_DEV, 2)):
-    _write(os.path.join(d, f"{split}.tsv"), _tsv(split_rows(
+    write_file(os.path.join(d, f"{split}.tsv"), _tsv(split_rows(
         n, off, lambda i, a, b: ["gj04", i % 2, "" if i % 2 else "*", a])))
   rows = [["index", "sentence"]] + [[i, _pair(i, 5)[0]] for i in range(N_TEST)]
-  _write(os.path.join(d, "test.tsv"), _tsv(rows))
+  write_file(os.path.join(d, "test.tsv"), _tsv(rows))
   tests["CoLA"] = [TestExample(str(i), _pair(i, 5)[0], None) for i in range(N_TEST)]
 
   # MNLI: matched and mismatched dev/test files.
@@ -164,21 +165,21 @@ def write_glue(glue_dir):
     a, b = _pair(i, 7)
     rows.append([i, a, b])
     examples.append(TestExample(str(i), a, b))
-  _write(os.path.join(glue_dir, "diagnostic", "diagnostic.tsv"), _tsv(rows))
+  write_file(os.path.join(glue_dir, "diagnostic", "diagnostic.tsv"), _tsv(rows))
   tests["AX"] = examples
 
   # MRPC: Quality, #1 ID, #2 ID, #1 String, #2 String; test: index instead of Quality.
   d = os.path.join(glue_dir, "MRPC")
   header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
   for split, n, off in (("train", N_TRAIN, 0), ("dev", N_DEV, 3)):
-    _write(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
+    write_file(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
         n, off, lambda i, a, b: [i % 2, 100 + i, 200 + i, a, a if i % 2 else b])))
   rows, examples = [["index"] + header[1:]], []
   for i in range(N_TEST):
     a, b = _pair(i, 5)
     rows.append([i, 300 + i, 400 + i, a, b])
     examples.append(TestExample(str(i), a, b))
-  _write(os.path.join(d, "test.tsv"), _tsv(rows))
+  write_file(os.path.join(d, "test.tsv"), _tsv(rows))
   tests["MRPC"] = examples
 
   # Tasks whose files are index, sentence1, sentence2, label (test: no label).
@@ -188,41 +189,41 @@ def write_glue(glue_dir):
       ("WNLI", ["index", "sentence1", "sentence2", "label"], ("0", "1"), 3)):
     d = os.path.join(glue_dir, flag)
     for split, n, o in (("train", N_TRAIN, off), ("dev", N_DEV, off + 1)):
-      _write(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
+      write_file(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
           n, o, lambda i, a, b, labels=labels: [i, a, b, _label(labels, i)])))
     rows, examples = [header[:3]], []
     for i in range(N_TEST):
       a, b = _pair(i, off + 4)
       rows.append([i, a, b])
       examples.append(TestExample(str(i), a, b))
-    _write(os.path.join(d, "test.tsv"), _tsv(rows))
+    write_file(os.path.join(d, "test.tsv"), _tsv(rows))
     tests[flag] = examples
 
   # QQP: id, qid1, qid2, question1, question2, is_duplicate; test: id, question1, question2.
   d = os.path.join(glue_dir, "QQP")
   header = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
   for split, n, off in (("train", N_TRAIN, 4), ("dev", N_DEV, 5)):
-    _write(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
+    write_file(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
         n, off, lambda i, a, b: [500 + i, 2 * i + 1, 2 * i + 2, a, b, i % 2])))
   rows, examples = [["id", "question1", "question2"]], []
   for i in range(N_TEST):
     a, b = _pair(i, 6)
     rows.append([i, a, b])
     examples.append(TestExample(str(i), a, b))
-  _write(os.path.join(d, "test.tsv"), _tsv(rows))
+  write_file(os.path.join(d, "test.tsv"), _tsv(rows))
   tests["QQP"] = examples
 
   # SST-2: sentence, label; test: index, sentence.
   d = os.path.join(glue_dir, "SST-2")
   for split, n, off in (("train", N_TRAIN, 6), ("dev", N_DEV, 7)):
-    _write(os.path.join(d, f"{split}.tsv"), _tsv([["sentence", "label"]] + split_rows(
+    write_file(os.path.join(d, f"{split}.tsv"), _tsv([["sentence", "label"]] + split_rows(
         n, off, lambda i, a, b: [a.lower().rstrip("."), i % 2])))
   rows, examples = [["index", "sentence"]], []
   for i in range(N_TEST):
     a = _pair(i, 8)[0].lower().rstrip(".")
     rows.append([i, a])
     examples.append(TestExample(str(i), a, None))
-  _write(os.path.join(d, "test.tsv"), _tsv(rows))
+  write_file(os.path.join(d, "test.tsv"), _tsv(rows))
   tests["SST-2"] = examples
 
   # STS-B: index genre filename year old_index source1 source2 sentence1 sentence2 score.
@@ -230,7 +231,7 @@ def write_glue(glue_dir):
   header = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
             "sentence1", "sentence2", "score"]
   for split, n, off in (("train", N_TRAIN, 0), ("dev", N_DEV, 1)):
-    _write(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
+    write_file(os.path.join(d, f"{split}.tsv"), _tsv([header] + split_rows(
         n, off, lambda i, a, b: [i, "main-captions", "MSRvid", "2012test", f"{i:04d}",
                                  "none", "none", a, b, f"{(i * 1.7) % 5:.3f}"])))
   rows, examples = [header[:-1]], []
@@ -238,7 +239,7 @@ def write_glue(glue_dir):
     a, b = _pair(i, 2)
     rows.append([i, "main-news", "headlines", "2015", f"{i:04d}", "none", "none", a, b])
     examples.append(TestExample(str(i), a, b))
-  _write(os.path.join(d, "test.tsv"), _tsv(rows))
+  write_file(os.path.join(d, "test.tsv"), _tsv(rows))
   tests["STS-B"] = examples
   return tests
 
@@ -288,10 +289,10 @@ def write_race(data_dir):
         passage = race_passage(f"{level}{n}.txt", n_questions, seed)
         seed += 1
         text = json.dumps(passage)
-        _write(os.path.join(data_dir, "RACE", split, level, f"{n}.txt"), text)
+        write_file(os.path.join(data_dir, "RACE", split, level, f"{n}.txt"), text)
         lines.append(text)
         for q in range(n_questions):
           questions[split].append((passage["id"], passage["article"], passage["questions"][q],
                                    passage["options"][q], passage["answers"][q]))
-      _write(os.path.join(data_dir, "RACE", split, level, "all.txt"), "\n".join(lines) + "\n")
+      write_file(os.path.join(data_dir, "RACE", split, level, "all.txt"), "\n".join(lines) + "\n")
   return questions

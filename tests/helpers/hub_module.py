@@ -26,7 +26,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoints import tf1_names
+from albert_tf.checkpoints import official_names
 from albert_tf.config import AlbertConfig
 
 MODULE_DEF_V3 = b"\x08\x03"  # tensorflow_hub ModuleDef{format: FORMAT_V3}
@@ -41,7 +41,7 @@ def _weights_dict(weights, config):
     weights = AlbertPretrainer(config)
   if isinstance(weights, dict):
     return {k: np.asarray(v) for k, v in weights.items()}
-  return {k: v.numpy() for k, v in tf1_names.model_variable_map(weights).items()}
+  return {k: v.numpy() for k, v in official_names.model_variable_map(weights).items()}
 
 
 def _activation(name):

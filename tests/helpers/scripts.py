@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers.paths import REPO  # re-exported: tests build script paths from it
 
 
 def run_script(script, args, cwd, timeout=900):

@@ -1,10 +1,12 @@
-"""Test helpers of the SQuAD area: fixture paths, a SentencePiece model for them, a tiny config."""
+"""Test helpers of the SQuAD area: fixture paths, a SentencePiece model for them, the tiny
+config's SQuAD overrides."""
 
 import json
 import os
-import pathlib
 
-SQUAD_DATA_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "squad"
+from tests.helpers.paths import FIXTURES_DIR
+
+SQUAD_DATA_DIR = FIXTURES_DIR / "squad"
 TINY_V1 = SQUAD_DATA_DIR / "tiny-v1.1.json"
 TINY_V2 = SQUAD_DATA_DIR / "tiny-v2.0.json"
 
@@ -44,26 +46,10 @@ def make_squad_spm_model(tmp_dir, vocab_size=200):
   return train_sentencepiece([corpus], os.path.join(tmp_dir, "squad_spm"), vocab_size=vocab_size)
 
 
-def tiny_albert_config_dict(vocab_size, **overrides):
-  """A tiny ALBERT config (H=32, L=2) sized for the SentencePiece model's vocabulary."""
-  config = {
-      "attention_probs_dropout_prob": 0.0,
-      "hidden_dropout_prob": 0.0,
-      "embedding_size": 16,
-      "hidden_act": "gelu",
-      "hidden_size": 32,
-      "initializer_range": 0.02,
-      "inner_group_num": 1,
-      "intermediate_size": 64,
-      "max_position_embeddings": 128,
-      "num_attention_heads": 4,
-      "num_hidden_groups": 1,
-      "num_hidden_layers": 2,
-      "type_vocab_size": 2,
-      "vocab_size": vocab_size,
-  }
-  config.update(overrides)
-  return config
+# The SQuAD tests' tiny config (tests/helpers/tiny_config.py) besides its vocabulary, which is
+# sized for their SentencePiece model: dropout spelled as float 0.0 (albert_tiny.json has 0), as
+# these tests have always written it into albert_config.json.
+TINY_CONFIG_OVERRIDES = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
 def write_json(path, obj):

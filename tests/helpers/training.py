@@ -1,25 +1,15 @@
-"""Test helpers of the training area: tiny pretraining data/configs and run_pretraining launchers."""
+"""Test helpers of the training area: tiny pretraining data and run_pretraining launchers."""
 
 import json
 import os
-import pathlib
 import socket
 import subprocess
 import sys
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-CONFIG_DIR = REPO_ROOT / "configs"
+from tests.helpers.paths import REPO_ROOT  # re-exported: tests build script paths from it
 
 TINY_SEQ = 32
 TINY_PREDS = 5
-
-
-def tiny_config(path, **overrides):
-  """Writes the tiny ALBERT config (H=32, L=2, vocab 1000, no dropout) to `path`; returns it."""
-  cfg = json.loads((CONFIG_DIR / "albert_tiny.json").read_text())
-  cfg.update(overrides)
-  pathlib.Path(path).write_text(json.dumps(cfg))
-  return str(path)
 
 
 def make_pretraining_data(tmp_dir, num_files=2, max_seq_length=TINY_SEQ,
@@ -27,8 +17,8 @@ def make_pretraining_data(tmp_dir, num_files=2, max_seq_length=TINY_SEQ,
                           repeats=4):
   """Real text -> tiny SentencePiece model -> official-format TFRecords, with our
   create_pretraining_data. Returns the comma-separated list of record files."""
-  from albert_tf.data import pretraining_data_creation as creation  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import pretraining_instances  # pylint: disable=g-import-not-at-top
+  from albert_tf.data.pretraining import creation  # pylint: disable=g-import-not-at-top
+  from albert_tf.data.pretraining import instances as pretraining_instances  # pylint: disable=g-import-not-at-top
   from tests.helpers import text as text_helpers  # pylint: disable=g-import-not-at-top
 
   tmp_dir = os.fspath(tmp_dir)
@@ -207,9 +197,23 @@ def make_toy_task(num_classes=3, vocab_size=50, seq_len=8, num_examples=64, seed
   return ToyTask()
 
 
+# Lines of the in-process training scripts (here and in test_recompute), after they have read
+# `config`, `data` and `out` from argv: the tiny pretraining `params`, and one shared initial
+# checkpoint (ours, TF2) at `init`, which every run then loads through --init_checkpoint's code
+# path, so that the runs compared start from the same weights.
+INIT_CHECKPOINT_SCRIPT = """\
+params = dict(albert_config=AlbertConfig.from_json_file(config), input_file=data,
+              max_seq_length=%d, max_predictions_per_seq=%d, shuffle_seed=3)
+init_task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(**params))
+model = init_task.build_model()
+model(next(iter(init_task.build_inputs("train", 2)))[0])
+init = tf.train.Checkpoint(model=model).write(os.path.join(out, "init", "ckpt-0"))
+""" % (TINY_SEQ, TINY_PREDS)
+
 # Trains the same tiny pretraining run on one device and with MirroredStrategy over 2 logical
 # CPUs (in one process: logical devices must be configured before TF initialises).
 # argv: config data output_dir steps batch
+# (No global seed: tf.data's seeded shuffle also depends on it, and run_pretraining.py sets none.)
 _MIRRORED_SCRIPT = """
 import os, sys
 import tensorflow as tf
@@ -221,14 +225,7 @@ from albert_tf.tasks import pretraining as pretraining_task
 from albert_tf.training import optimizer as opt_lib, trainer as trainer_lib
 config, data, out, steps, batch = sys.argv[1:6]
 steps, batch = int(steps), int(batch)
-params = dict(albert_config=AlbertConfig.from_json_file(config), input_file=data,
-              max_seq_length=%d, max_predictions_per_seq=%d, shuffle_seed=3)
-# One shared initial checkpoint (ours, TF2), loaded through --init_checkpoint's code path.
-# (No global seed: tf.data's seeded shuffle also depends on it, and run_pretraining.py sets none.)
-init_task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(**params))
-model = init_task.build_model()
-model(next(iter(init_task.build_inputs("train", 2)))[0])
-init = tf.train.Checkpoint(model=model).write(os.path.join(out, "init", "ckpt-0"))
+""" + INIT_CHECKPOINT_SCRIPT + """\
 for name, strategy in (("single", tf.distribute.OneDeviceStrategy("/cpu:0")),
                        ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
   task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
@@ -238,7 +235,7 @@ for name, strategy in (("single", tf.distribute.OneDeviceStrategy("/cpu:0")),
       optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 0.01, steps, 2),
       save_checkpoints_steps=steps, log_every_n_steps=steps)
   print(name, strategy.num_replicas_in_sync, trainer.train(steps, batch), flush=True)
-""" % (TINY_SEQ, TINY_PREDS)
+"""
 
 
 def run_mirrored_comparison(config, data, output_dir, steps, batch, timeout=300):

@@ -1,0 +1,652 @@
+"""Raw text -> pretraining TFRecords (the engine behind create_pretraining_data.py).
+
+Pipeline, with memory bounded by the chunk size and not by the corpus size:
+  reader (main process, a thread) -> chunks of whole documents (about `chunk_mb` of text)
+  -> workers: tokenize, build SOP/NSP pairs and masked-LM predictions, serialize
+  -> writer (main process): records in chunk order, round-robin over the output files.
+
+The output is a function of the input, the flags and `random_seed` only: chunk k, pass d draws
+from `random.Random("<seed>:<k>:<d>")`, and records are written in (chunk, pass) order, so any
+`num_workers` gives byte-identical files. Instances are shuffled within each (chunk, pass), not
+across the whole corpus as the official tool did (it held everything in memory); readers shuffle
+records again anyway.
+
+Input format: one sentence per line, a blank line between documents; a new file also starts a new
+document. Output: the official feature format (albert_tf/data/pretraining/record_format.py).
+"""
+
+import dataclasses
+import gc
+import glob
+import multiprocessing
+import os
+import queue
+import random
+import sys
+import threading
+import time
+
+from albert_tf import fileio
+from albert_tf.data.pretraining import instances as instances_lib
+from albert_tf.errors import AlbertError
+
+_PROGRESS_EVERY_SECONDS = 2.0
+_QUEUE_DEPTH = 4  # results (one chunk pass each) buffered per worker
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSpec:
+  """How workers build the tokenizer (a picklable description, not the tokenizer itself)."""
+  spm_model_file: str = None
+  vocab_file: str = None
+  do_lower_case: bool = True
+
+
+@dataclasses.dataclass
+class Chunk:
+  """Consecutive whole documents of one input file, as raw bytes lines."""
+  index: int
+  path: str
+  lines: list  # bytes, without the newline; blank lines removed
+  line_numbers: list  # 1-based line number of each entry of `lines`
+  doc_starts: list  # doc i = lines[doc_starts[i]:doc_starts[i + 1]] (last runs to the end)
+  num_bytes: int  # input bytes covered, for MB/s
+  empty_documents: int = 0
+
+
+# ----------------------------------------------------------------------------- tokenizing
+
+
+class DocumentEncoder:
+  """Decodes, preprocesses and tokenizes lines to ids exactly as `FullTokenizer.tokenize`.
+
+  SentencePiece mode batches the lines through the C++ encoder and applies the digit-comma
+  re-split by id (falling back to the piece-level code when <unk> occurs), which gives the same ids
+  as `FullTokenizer(spm_model_file=...).tokenize` followed by `convert_tokens_to_ids`.
+  """
+
+  def __init__(self, spec, invalid_utf8="stop", encode_threads=-1):
+    from albert_tf.text import tokenization  # pylint: disable=g-import-not-at-top
+    self._tokenization = tokenization
+    self.invalid_utf8 = invalid_utf8
+    # SentencePiece threads for batched encoding: all cores in-process, 1 per worker process.
+    self.encode_threads = encode_threads
+    self.tokenizer = tokenization.FullTokenizer(
+        vocab_file=spec.vocab_file, do_lower_case=spec.do_lower_case,
+        spm_model_file=spec.spm_model_file)
+    self.tokenizer.check_special_tokens()
+    tok = self.tokenizer
+    if tok.sp_model is not None:
+      sp = tok.sp_model
+      pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
+      self._unk_id = sp.unk_id()
+      self._split_ids = {}
+      for i, piece in enumerate(pieces):
+        split = tokenization._split_digit_comma(sp, piece)  # pylint: disable=protected-access
+        if split is not None and not sp.IsControl(i) and not sp.IsUnknown(i):
+          self._split_ids[i] = [sp.PieceToId(p) for p in split]
+      special = [i for i in range(len(pieces)) if sp.IsControl(i) or sp.IsUnknown(i)]
+      self.vocab_info = instances_lib.VocabInfo.from_pieces(
+          pieces, tok.cls_id, tok.sep_id, tok.mask_id, special_ids=special)
+    else:
+      pieces = [tok.inv_vocab[i] for i in range(len(tok.inv_vocab))]
+      special = [tok.vocab[t] for t in ("[PAD]", "[UNK]") if t in tok.vocab]
+      self.vocab_info = instances_lib.VocabInfo.from_pieces(
+          pieces, tok.cls_id, tok.sep_id, tok.mask_id, special_ids=special, wordpiece=True)
+
+  def _decode(self, raw, path, line_number, counters):
+    try:
+      return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+      if self.invalid_utf8 == "skip":
+        counters["invalid_utf8_lines"] += 1
+        return None
+      raise AlbertError(
+          f"{path}:{line_number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
+          f"{e.start + 1}); fix the file or pass --invalid_utf8=skip to skip such lines")
+
+  def _preprocess(self, text):
+    if text.isascii():  # NFKD and accent removal do nothing to ASCII: skip the slow path
+      text = " ".join(text.split())
+      return text.lower() if self.tokenizer.do_lower_case else text
+    return self._tokenization.preprocess_text(text, lower=self.tokenizer.do_lower_case)
+
+  def preprocess(self, text):
+    """The per-line text normalisation (SentencePiece: preprocess_text; WordPiece: strip)."""
+    if self.tokenizer.sp_model is None:
+      return text.strip()
+    return self._preprocess(text)
+
+  def encode_texts(self, texts):
+    """Lines (str) -> list of id lists (a line may give an empty list)."""
+    return self.encode_preprocessed([self.preprocess(t) for t in texts])
+
+  def encode_preprocessed(self, processed):
+    """Preprocessed lines -> list of id lists."""
+    tok = self.tokenizer
+    if tok.sp_model is None:
+      return [tok.convert_tokens_to_ids(tok.tokenize(t)) for t in processed]
+    batch = tok.sp_model.encode(processed, num_threads=self.encode_threads)
+    split_ids, unk = self._split_ids, self._unk_id
+    for k, ids in enumerate(batch):
+      if unk in ids:  # <unk> surfaces can end in digit+",": use the piece-level code
+        batch[k] = tok.convert_tokens_to_ids(
+            self._tokenization.encode_pieces(tok.sp_model, processed[k]))
+      elif not split_ids.keys().isdisjoint(ids):
+        fixed = []
+        for i in ids:
+          fixed.extend(split_ids.get(i, (i,)))
+        batch[k] = fixed
+    return batch
+
+  def encode_chunk(self, chunk, counters):
+    """Chunk -> documents: list of documents, each a list of sentences (lists of ids).
+
+    As in the official tool, a line that is empty after preprocessing (e.g. only Unicode
+    whitespace) also separates documents.
+    """
+    texts, owners = [], []
+    owner = -1
+    starts = set(chunk.doc_starts)
+    for j, raw in enumerate(chunk.lines):
+      if j in starts:
+        owner += 1
+      text = self._decode(raw, chunk.path, chunk.line_numbers[j], counters)
+      if text is None:
+        continue
+      text = self.preprocess(text)
+      if not text:
+        owner += 1  # a blank line after preprocessing: a document boundary
+        continue
+      texts.append(text)
+      owners.append(owner)
+    documents = [[] for _ in range(owner + 1)]
+    for owner, ids in zip(owners, self.encode_preprocessed(texts)):
+      if ids:
+        documents[owner].append(ids)
+    non_empty = [d for d in documents if d]
+    counters["empty_documents"] += len(documents) - len(non_empty)
+    return non_empty
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def resolve_input_files(input_file):
+  """--input_file (comma-separated globs) -> sorted file list per pattern; errors name the flag."""
+  files = []
+  for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
+    if "://" in pattern:
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      matches = sorted(tf.io.gfile.glob(pattern))
+    else:
+      matches = sorted(glob.glob(os.path.expanduser(pattern)))
+    matches = [m for m in matches if "://" in m or os.path.isfile(m)]
+    if not matches:
+      raise AlbertError(f"--input_file: no file matches {pattern!r}")
+    files.extend(matches)
+  if not files:
+    raise AlbertError("--input_file is empty; expected comma-separated files or globs")
+  for path in files:
+    if "://" not in path and not os.access(path, os.R_OK):
+      raise AlbertError(f"--input_file: {path} is not readable (permission denied)")
+  return files
+
+
+def _open_binary(path):
+  if "://" in path:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.io.gfile.GFile(path, "rb")
+  try:
+    return open(path, "rb")
+  except OSError as e:
+    raise AlbertError(f"--input_file: cannot open {path}: {e.strerror}")
+
+
+def iter_chunks(files, chunk_bytes, stop_event=None):
+  """Yields Chunks of whole documents (about chunk_bytes of text each), reading line by line.
+
+  A document longer than chunk_bytes is cut at a line boundary (it would not fit in memory
+  otherwise); every file starts a new document.
+  """
+  index = 0
+  for path in files:
+    lines, line_numbers, doc_starts = [], [], []
+    num_bytes = 0
+    empty = 0
+    in_document = False
+    with _open_binary(path) as f:
+      for line_number, raw in enumerate(f, 1):
+        if stop_event is not None and stop_event.is_set():
+          return
+        num_bytes += len(raw)
+        text = raw.rstrip(b"\r\n")
+        if not text.strip():
+          if in_document:
+            in_document = False
+            if num_bytes >= chunk_bytes:
+              yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+              index += 1
+              lines, line_numbers, doc_starts, num_bytes, empty = [], [], [], 0, 0
+          else:  # a blank line after a blank line (or at the start): an empty document
+            empty += 1
+          continue
+        if not in_document or num_bytes >= 4 * chunk_bytes:
+          if in_document:  # an oversized document: cut it here
+            yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+            index += 1
+            lines, line_numbers, doc_starts, num_bytes, empty = [], [], [], 0, 0
+          doc_starts.append(len(lines))
+          in_document = True
+        lines.append(text)
+        line_numbers.append(line_number)
+    if lines or num_bytes:
+      yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+      index += 1
+
+
+# ----------------------------------------------------------------------------- processing
+
+
+def _new_counters():
+  return {"empty_documents": 0, "invalid_utf8_lines": 0}
+
+
+def process_chunk(chunk, encoder, serializer, options, random_seed):
+  """Yields (pass index, list of serialized examples) for every pass, then a final
+  ("done", InstanceStats, counters)."""
+  counters = _new_counters()
+  counters["empty_documents"] += chunk.empty_documents
+  documents = encoder.encode_chunk(chunk, counters)
+  stats = instances_lib.InstanceStats()
+  stats.documents = len(documents)
+  stats.sentences = sum(len(d) for d in documents)
+  for dupe in range(options.dupe_factor):
+    rng = random.Random(f"{random_seed}:{chunk.index}:{dupe}")
+    pass_stats = instances_lib.InstanceStats()
+    instances = instances_lib.create_sop_instances(documents, options, encoder.vocab_info, rng,
+                                                   pass_stats)
+    if dupe > 0:  # document-level counts once per chunk, instance counts every pass
+      pass_stats.short_documents = 0
+    stats.merge(pass_stats)
+    yield dupe, [serializer.serialize(inst) for inst in instances]
+  yield "done", stats, counters
+
+
+def private_memory_mb():
+  """Memory private to this process (Private_Clean + Private_Dirty), in MB; 0 if unknown.
+
+  For forked workers this excludes the pages shared with the parent (TensorFlow's libraries),
+  which RSS would count in every worker.
+  """
+  try:
+    with open("/proc/self/smaps_rollup") as f:
+      kb = sum(int(line.split()[1]) for line in f if line.startswith(("Private_Clean",
+                                                                       "Private_Dirty")))
+    return kb / 1024
+  except (OSError, ValueError, IndexError):
+    return 0.0
+
+
+def _worker_main(worker_index, spec, invalid_utf8, options, random_seed, in_queue, out_queue):
+  """Worker process: chunks from in_queue -> messages on out_queue (see _run_parallel)."""
+  try:
+    encoder = DocumentEncoder(spec, invalid_utf8, encode_threads=1)
+    serializer = instances_lib.ExampleSerializer(options.max_seq_length,
+                                                 options.max_predictions_per_seq,
+                                                 encoder.vocab_info.vocab_size)
+    while True:
+      chunk = in_queue.get()
+      if chunk is None:
+        out_queue.put(("end",))
+        return
+      for item in process_chunk(chunk, encoder, serializer, options, random_seed):
+        if item[0] == "done":
+          item[2]["peak_worker_private_mb"] = private_memory_mb()
+          out_queue.put(("done", chunk.index, chunk.num_bytes, item[1], item[2]))
+        else:
+          out_queue.put(("records", chunk.index, item[1]))
+  except AlbertError as e:
+    out_queue.put(("error", str(e)))
+  except Exception as e:  # pylint: disable=broad-except
+    out_queue.put(("error", f"worker {worker_index} failed: {type(e).__name__}: {e}"))
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+class _ShardedWriter:
+  """Round-robin TFRecord writer over the output files; temp names until `commit`."""
+
+  def __init__(self, output_files):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    self.output_files = output_files
+    self.tmp_files = [fileio.temporary_name(path) for path in output_files]
+    self.counts = [0] * len(output_files)
+    self._writers = []
+    self._next = 0
+    try:
+      for path in self.tmp_files:
+        parent = os.path.dirname(path)
+        if parent and "://" not in path:
+          fileio.makedirs(parent)
+        self._writers.append(tf.io.TFRecordWriter(path))
+    except (OSError, tf.errors.OpError) as e:
+      self.abort()
+      raise AlbertError(f"--output_file: cannot write {path}: {getattr(e, 'strerror', None) or e}")
+
+  def write(self, record):
+    self._writers[self._next].write(record)
+    self.counts[self._next] += 1
+    self._next = (self._next + 1) % len(self._writers)
+
+  def commit(self):
+    for w in self._writers:
+      w.close()
+    self._writers = []
+    for tmp, final in zip(self.tmp_files, self.output_files):
+      fileio.replace(tmp, final)
+
+  def abort(self):
+    for w in self._writers:
+      try:
+        w.close()
+      except Exception:  # pylint: disable=broad-except
+        pass
+    self._writers = []
+    for tmp in self.tmp_files:
+      try:
+        fileio.remove(tmp)
+      except Exception:  # pylint: disable=broad-except
+        pass
+
+
+# ----------------------------------------------------------------------------- orchestration
+
+
+class _Progress:
+  """Prints a progress line every few seconds: bytes, documents, instances, MB/s, ETA."""
+
+  def __init__(self, total_bytes, stream, enabled=True):
+    self.total_bytes = max(total_bytes, 1)
+    self.stream = stream
+    self.enabled = enabled
+    self.start = time.time()
+    self._last = self.start
+    self.bytes_done = 0
+    self.documents = 0
+    self.instances = 0
+
+  def update(self, force=False):
+    now = time.time()
+    if not self.enabled or (not force and now - self._last < _PROGRESS_EVERY_SECONDS):
+      return
+    self._last = now
+    elapsed = max(now - self.start, 1e-9)
+    rate = self.bytes_done / elapsed
+    eta = (f"{(self.total_bytes - self.bytes_done) / rate:.0f}s" if rate > 0 else "?")
+    print(f"[create_pretraining_data] {self.bytes_done / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB "
+          f"({100 * self.bytes_done / self.total_bytes:.0f}%), {self.documents:,} documents, "
+          f"{self.instances:,} instances, {rate / 1e6:.2f} MB/s, "
+          f"{self.instances / elapsed:,.0f} instances/s, ETA {eta}",
+          file=self.stream, flush=True)
+
+
+def _run_serial(chunks, spec, invalid_utf8, options, random_seed):
+  encoder = DocumentEncoder(spec, invalid_utf8)
+  serializer = instances_lib.ExampleSerializer(options.max_seq_length,
+                                               options.max_predictions_per_seq,
+                                               encoder.vocab_info.vocab_size)
+  for chunk in chunks:
+    for item in process_chunk(chunk, encoder, serializer, options, random_seed):
+      if item[0] == "done":
+        yield ("done", chunk.index, chunk.num_bytes, item[1], item[2])
+      else:
+        yield ("records", chunk.index, item[1])
+
+
+def _run_parallel(chunks, num_workers, spec, invalid_utf8, options, random_seed):
+  """Starts the workers now; returns (generator of their results in chunk order, shutdown).
+
+  Chunk k goes to worker k % num_workers. Workers are forked before anything else (the output
+  writer, the reader thread) exists in this process.
+  """
+  ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+  in_queues = [ctx.Queue(maxsize=2) for _ in range(num_workers)]
+  out_queues = [ctx.Queue(maxsize=_QUEUE_DEPTH) for _ in range(num_workers)]
+  workers = [ctx.Process(target=_worker_main, daemon=True,
+                         args=(w, spec, invalid_utf8, options, random_seed, in_queues[w],
+                               out_queues[w]))
+             for w in range(num_workers)]
+  # Freeze the objects inherited by the forked workers: their garbage collector then never
+  # touches (and copies) the parent's pages, which keeps the workers' private memory small.
+  gc.freeze()
+  try:
+    for w in workers:
+      w.start()
+  finally:
+    gc.unfreeze()
+  stop = threading.Event()
+  feeder_error = []
+
+  def put(q, item):
+    while not stop.is_set():
+      try:
+        q.put(item, timeout=0.5)
+        return True
+      except queue.Full:
+        continue
+    return False
+
+  def feed():
+    try:
+      for chunk in chunks:
+        if not put(in_queues[chunk.index % num_workers], chunk):
+          return
+    except BaseException as e:  # pylint: disable=broad-except
+      feeder_error.append(e)
+    finally:
+      for q in in_queues:
+        put(q, None)
+
+  feeder = threading.Thread(target=feed, daemon=True)
+  feeder.start()
+
+  def shutdown():
+    stop.set()
+    for w in workers:
+      if w.is_alive():
+        w.terminate()
+    for w in workers:
+      w.join(timeout=5)
+    feeder.join(timeout=5)
+
+  return _ordered_results(num_workers, workers, out_queues, feeder_error, shutdown), shutdown
+
+
+def _ordered_results(num_workers, workers, out_queues, feeder_error, shutdown):
+  """Yields worker messages in chunk order; shuts the workers down when done or closed."""
+  try:
+    index = 0
+    while True:
+      w = index % num_workers
+      msg = _get(out_queues[w], workers[w])
+      if msg[0] == "error":
+        raise AlbertError(msg[1])
+      if msg[0] == "end":
+        break
+      yield msg
+      if msg[0] == "done":
+        index += 1
+    if feeder_error:
+      raise feeder_error[0]
+  finally:
+    shutdown()
+
+
+def _get(q, worker):
+  while True:
+    try:
+      return q.get(timeout=1.0)
+    except queue.Empty:
+      if not worker.is_alive():
+        raise AlbertError(f"a data worker died unexpectedly (exit code {worker.exitcode}); "
+                          f"out of memory? try a smaller --chunk_mb")
+
+
+def create_pretraining_data(input_file,
+                            output_file,
+                            spm_model_file=None,
+                            vocab_file=None,
+                            do_lower_case=True,
+                            options=instances_lib.InstanceOptions(),
+                            random_seed=12345,
+                            num_workers=1,
+                            chunk_mb=1.0,
+                            invalid_utf8="stop",
+                            progress_stream=sys.stderr,
+                            show_progress=True):
+  """Writes pretraining TFRecords from raw text; returns the statistics report (a dict).
+
+  Args:
+    input_file: comma-separated files or globs (one sentence per line, blank line between
+      documents).
+    output_file: comma-separated output files; records are written round-robin.
+    spm_model_file / vocab_file: the tokenizer (SentencePiece model, else WordPiece vocabulary).
+    do_lower_case: lower-case the text before tokenizing.
+    options: InstanceOptions (the official flags shaping instances).
+    random_seed: the output is fully determined by the inputs, flags and this seed.
+    num_workers: worker processes (1 = in-process). Output is identical for any value.
+    chunk_mb: documents are processed in chunks of about this many MB of text: memory grows
+      with it (and dupe_factor), not with the corpus.
+    invalid_utf8: "stop" (error naming file and line) or "skip" (skip the line, count it).
+    progress_stream / show_progress: where and whether to print progress lines.
+
+  Raises:
+    AlbertError: bad flags or input; no output file is left behind.
+  """
+  _validate(options, num_workers, chunk_mb, invalid_utf8)
+  files = resolve_input_files(input_file)
+  output_files = [p.strip() for p in output_file.split(",") if p.strip()]
+  if not output_files:
+    raise AlbertError("--output_file is empty; expected comma-separated output paths")
+  spec = TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)
+  encoder = DocumentEncoder(spec, invalid_utf8)  # validates the vocabulary before any work
+  del encoder
+  total_bytes = sum(os.path.getsize(f) if "://" not in f else 0 for f in files)
+  chunks = iter_chunks(files, int(chunk_mb * 1e6))
+  progress = _Progress(total_bytes, progress_stream, show_progress)
+  if num_workers <= 1:
+    messages, shutdown = _run_serial(chunks, spec, invalid_utf8, options, random_seed), None
+  else:
+    messages, shutdown = _run_parallel(chunks, num_workers, spec, invalid_utf8, options,
+                                       random_seed)
+
+  stats = instances_lib.InstanceStats()
+  counters = _new_counters()
+  writer = None
+  try:
+    writer = _ShardedWriter(output_files)
+    for msg in messages:
+      if msg[0] == "records":
+        for record in msg[2]:
+          writer.write(record)
+        progress.instances += len(msg[2])
+      else:
+        _, _, num_bytes, chunk_stats, chunk_counters = msg
+        stats.merge(chunk_stats)
+        for k, v in chunk_counters.items():
+          if k.startswith("peak_"):
+            counters[k] = max(counters.get(k, 0.0), v)
+          else:
+            counters[k] += v
+        progress.bytes_done += num_bytes
+        progress.documents += chunk_stats.documents
+      progress.update()
+    if stats.instances == 0:
+      raise AlbertError(
+          f"no instances created from --input_file={input_file}: {stats.documents} usable "
+          f"documents, {stats.short_documents} with fewer than 2 sentences, "
+          f"{counters['empty_documents']} empty; documents need at least two sentences "
+          f"(one per line, blank line between documents)")
+    writer.commit()
+  except BaseException:
+    if writer is not None:
+      writer.abort()
+    raise
+  finally:
+    messages.close()
+    if shutdown is not None:
+      shutdown()
+  elapsed = time.time() - progress.start
+  report = stats.to_dict()
+  report.update(counters)
+  report.update({
+      "input_files": len(files),
+      "input_bytes": progress.bytes_done,
+      "seconds": elapsed,
+      "mb_per_second": progress.bytes_done / 1e6 / max(elapsed, 1e-9),
+      "instances_per_second": stats.instances / max(elapsed, 1e-9),
+      "output_files": dict(zip(output_files, writer.counts)),
+      "mean_masked_fraction": stats.masked / max(stats.tokens, 1),
+      "swapped_fraction": stats.swapped / max(stats.instances, 1),
+  })
+  progress.update(force=True)
+  return report
+
+
+def _validate(options, num_workers, chunk_mb, invalid_utf8):
+  o = options
+  if o.max_seq_length < 5:
+    raise AlbertError(f"--max_seq_length={o.max_seq_length}: expected at least 5")
+  if o.max_predictions_per_seq < 0:
+    raise AlbertError(f"--max_predictions_per_seq={o.max_predictions_per_seq}: expected >= 0")
+  if not 0.0 <= o.masked_lm_prob <= 1.0:
+    raise AlbertError(f"--masked_lm_prob={o.masked_lm_prob}: expected a value in [0, 1]")
+  if not 0.0 <= o.short_seq_prob <= 1.0:
+    raise AlbertError(f"--short_seq_prob={o.short_seq_prob}: expected a value in [0, 1]")
+  if o.ngram < 1:
+    raise AlbertError(f"--ngram={o.ngram}: expected at least 1")
+  if o.dupe_factor < 1:
+    raise AlbertError(f"--dupe_factor={o.dupe_factor}: expected at least 1")
+  if num_workers < 1:
+    raise AlbertError(f"--num_workers={num_workers}: expected at least 1")
+  if chunk_mb <= 0:
+    raise AlbertError(f"--chunk_mb={chunk_mb}: expected a positive size")
+  if invalid_utf8 not in ("stop", "skip"):
+    raise AlbertError(f"--invalid_utf8={invalid_utf8}: expected 'stop' or 'skip'")
+
+
+def format_report(report):
+  """The final statistics report as printable lines."""
+  inst = report["instances"]
+  masked = max(report["masked"], 1)
+  ngram_total = max(sum(report["ngram_masked"].values()), 1)
+  hist = ", ".join(f"{n}: {c / ngram_total:.3f}" for n, c in report["ngram_masked"].items())
+  drawn_total = max(sum(report["ngram_drawn"].values()), 1)
+  drawn = ", ".join(f"{n}: {c / drawn_total:.3f}" for n, c in report["ngram_drawn"].items())
+  lines = [
+      f"instances: {inst:,} ({report['instances_per_second']:,.0f}/s) from "
+      f"{report['input_bytes'] / 1e6:.2f} MB in {report['seconds']:.1f}s "
+      f"({report['mb_per_second']:.2f} MB/s), {report['documents']:,} documents",
+      f"mean masked fraction: {report['mean_masked_fraction']:.4f} "
+      f"([MASK] {report['mask_token'] / masked:.3f}, random {report['random_token'] / masked:.3f}, "
+      f"unchanged {report['kept_token'] / masked:.3f})",
+      f"n-gram length histogram (masked n-grams): {hist}",
+      f"n-gram lengths drawn (p(n) before fitting the budget): {drawn}",
+      f"swapped pairs (label 1): {report['swapped_fraction']:.4f}",
+  ]
+  skipped = []
+  if report["short_documents"]:
+    skipped.append(f"{report['short_documents']:,} documents with fewer than 2 sentences skipped")
+  if report["empty_documents"]:
+    skipped.append(f"{report['empty_documents']:,} empty documents skipped")
+  if report["invalid_utf8_lines"]:
+    skipped.append(f"{report['invalid_utf8_lines']:,} lines that are not UTF-8 skipped")
+  if report["unsplittable_segments"]:
+    skipped.append(f"{report['unsplittable_segments']:,} one-token leftover segments skipped")
+  if skipped:
+    lines.append("warnings: " + "; ".join(skipped))
+  for path, count in report["output_files"].items():
+    lines.append(f"wrote {count:,} instances to {path}")
+  return lines

@@ -1,0 +1,132 @@
+"""Reads official pretraining TFRecords (ours or the official tool's) into batches of int32 tensors.
+
+Mirrors the official `run_pretraining.input_fn_builder`: for training, the file list is repeated
+and shuffled, files are interleaved (cycle_length = min(num_cpu_threads, #files)) and records
+shuffled in a buffer of 100; for evaluation, files are read once, in order. Additions: files are
+sharded per input pipeline (worker) when a tf.distribute.InputContext is given, prefetching,
+int64 -> int32 casting, and one-line errors for bad inputs, checked before training starts.
+"""
+
+import tensorflow as tf
+
+from albert_tf.data.pretraining import record_format
+from albert_tf.errors import AlbertError
+
+
+def expand_input_patterns(input_file):
+  """Comma-separated glob patterns (--input_file) -> sorted list of files; error if one matches
+  nothing."""
+  patterns = [p.strip() for p in str(input_file or "").split(",") if p.strip()]
+  if not patterns:
+    raise AlbertError("--input_file is empty: expected one or more comma-separated globs")
+  files = []
+  for pattern in patterns:
+    matched = sorted(tf.io.gfile.glob(pattern))
+    if not matched:
+      raise AlbertError(f"--input_file: no file matches {pattern!r}")
+    files.extend(matched)
+  return files
+
+
+def _first_record(path):
+  try:
+    for raw in tf.data.TFRecordDataset(path).take(1):
+      return raw.numpy()
+  except tf.errors.OpError as e:
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise AlbertError(f"{path}: not a readable TFRecord file ({message})") from None
+  return None
+
+
+def check_record_format(files, max_seq_length, max_predictions_per_seq):
+  """Checks the first record of each file against the official feature spec.
+
+  Raises AlbertError naming the file, the feature, and what was expected (dtype, length), so
+  a mismatch with --max_seq_length / --max_predictions_per_seq is reported before training
+  instead of as a parse error deep inside a step.
+  """
+  spec = record_format.name_to_features(max_seq_length, max_predictions_per_seq)
+  for path in files:
+    raw = _first_record(path)
+    if raw is None:
+      continue  # an empty shard is harmless
+    example = tf.train.Example.FromString(raw)
+    feats = example.features.feature
+    for name, fixed in spec.items():
+      expected_len = fixed.shape[0]
+      kind = "int64_list" if fixed.dtype == tf.int64 else "float_list"
+      where = f"{path}: record 0: feature {name!r}"
+      if name not in feats:
+        raise AlbertError(f"{where} is missing (expected {fixed.dtype.name} x {expected_len})")
+      actual_kind = feats[name].WhichOneof("kind")
+      if actual_kind != kind:
+        raise AlbertError(f"{where} has type {actual_kind}, expected {kind}")
+      length = len(getattr(feats[name], kind).value)
+      if length != expected_len:
+        flag = ("--max_seq_length" if name in record_format.INT_FEATURES_SEQ
+                else "--max_predictions_per_seq" if name != record_format.LABEL_FEATURE
+                else "the format")
+        raise AlbertError(f"{where} has length {length}, expected {expected_len} ({flag})")
+
+
+def _decode(serialized, spec):
+  example = tf.io.parse_example(serialized, spec)
+  out = {}
+  for name, value in example.items():
+    out[name] = tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+  return out
+
+
+def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, batch_size,
+                        is_training, input_context=None, num_cpu_threads=4, seed=None,
+                        check_format=True):
+  """Batches of parsed pretraining records.
+
+  Args:
+    input_file: comma-separated globs (the official --input_file) or a list of paths.
+    max_seq_length, max_predictions_per_seq: lengths written in the records.
+    batch_size: examples per batch produced by this pipeline.
+    is_training: repeat + shuffle + interleave, and drop the final partial batch.
+    input_context: tf.distribute.InputContext; files (or, with fewer files than pipelines,
+      records) are split between input pipelines.
+    seed: shuffle seed (None: nondeterministic order). With a seed and fewer files than
+      pipelines, records are split after the shuffle, so a multi-worker run sees step by step
+      the same examples as a single-pipeline run.
+  Returns:
+    tf.data.Dataset of dicts: input_ids, input_mask, segment_ids, token_boundary int32
+    [batch, max_seq_length]; masked_lm_positions, masked_lm_ids int32 and masked_lm_weights
+    float32 [batch, max_predictions_per_seq]; next_sentence_labels int32 [batch, 1].
+  """
+  files = (list(input_file) if isinstance(input_file, (list, tuple))
+           else expand_input_patterns(input_file))
+  if check_format:
+    check_record_format(files, max_seq_length, max_predictions_per_seq)
+  spec = record_format.name_to_features(max_seq_length, max_predictions_per_seq)
+  num_pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline_id = input_context.input_pipeline_id if input_context else 0
+  shard_records = num_pipelines > 1 and len(files) < num_pipelines
+  if num_pipelines > 1 and not shard_records:
+    files = files[pipeline_id::num_pipelines]
+
+  if is_training:
+    ds = tf.data.Dataset.from_tensor_slices(files).repeat()
+    ds = ds.shuffle(len(files), seed=seed)
+    cycle_length = min(num_cpu_threads, len(files))
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+                       num_parallel_calls=cycle_length, deterministic=True)
+    if shard_records and seed is None:
+      ds = ds.shard(num_pipelines, pipeline_id)
+    ds = ds.shuffle(100, seed=seed)
+    if shard_records and seed is not None:
+      # Every pipeline shuffles the same stream identically, so sharding after the shuffle
+      # gives each step exactly the examples a single pipeline would see.
+      ds = ds.shard(num_pipelines, pipeline_id)
+  else:
+    ds = tf.data.TFRecordDataset(files)
+    if shard_records:
+      ds = ds.shard(num_pipelines, pipeline_id)
+  # Batch serialized records first: parsing a batch at once is much cheaper.
+  ds = ds.batch(batch_size, drop_remainder=is_training)
+  ds = ds.map(lambda s: _decode(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
+              deterministic=True)
+  return ds.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,541 @@
+"""Tokenization as in the official ALBERT release (SentencePiece and WordPiece modes).
+
+The public names mirror the official `tokenization.py`: `FullTokenizer`, `preprocess_text`,
+`encode_pieces`, `encode_ids`, `convert_to_unicode`, `printable_text`, `load_vocab`,
+`BasicTokenizer`, `WordpieceTokenizer`; `albert_tf.tokenization` re-exports them under the
+official module's import path. Differences from the official module, all deliberate:
+- `FullTokenizer.tokenize` applies `preprocess_text(text, lower=do_lower_case)` before
+  SentencePiece (the official tool made every caller do it). Preprocessing is idempotent on
+  practical text, so callers that already preprocess get the same pieces.
+- Pieces ending in "," after a digit are re-split the way the official code intends (its Python 3
+  path compared str with bytes): `▁3.0,` -> `▁3.0` `,`, and `3,` inside a word -> `3` `,` without a
+  stray `▁`. This matches Hugging Face's AlbertTokenizer.
+- `tokenize_with_offsets` also returns each piece's character span in the original text.
+"""
+
+import collections
+import unicodedata
+
+from absl import logging
+
+import sentencepiece as spm
+
+from albert_tf.errors import AlbertError
+
+SPIECE_UNDERLINE = "\u2581"
+SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
+
+
+# ----------------------------------------------------------------------------- text helpers
+
+
+def convert_to_unicode(text):
+  """Returns text as str, decoding UTF-8 bytes (errors -> AlbertError)."""
+  if isinstance(text, str):
+    return text
+  if isinstance(text, bytes):
+    try:
+      return text.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise AlbertError(f"text is not valid UTF-8 (byte {e.start}): {text[:40]!r}")
+  raise AlbertError(f"expected str or bytes text, got {type(text).__name__}")
+
+
+def printable_text(text):
+  """Text as str, for printing or logging (Python 3: same as convert_to_unicode)."""
+  return convert_to_unicode(text)
+
+
+def preprocess_text(inputs, remove_space=True, lower=False):
+  """The official ALBERT text normalisation applied before SentencePiece.
+
+  Whitespace runs collapse to one space and the ends are stripped (when remove_space); NFKD
+  normalisation, then every character with a non-zero combining class is dropped (accents);
+  lower-casing when `lower`. `` and '' are left as they are (as in the official ALBERT code).
+  """
+  outputs = convert_to_unicode(inputs)
+  if remove_space:
+    outputs = " ".join(outputs.strip().split())
+  outputs = unicodedata.normalize("NFKD", outputs)
+  outputs = "".join(c for c in outputs if not unicodedata.combining(c))
+  if lower:
+    outputs = outputs.lower()
+  return outputs
+
+
+def _preprocess_with_alignment(text, remove_space=True, lower=False):
+  """`preprocess_text` that also returns, per output character, its [start, end) in `text`.
+
+  Returns (processed, spans) with len(spans) == len(processed). A character produced by
+  decomposing one input character (e.g. "ﬁ" -> "f", "i") gets that character's span; dropped
+  combining marks extend the span of the character they followed, so "e\u0301" maps to both.
+  """
+  text = convert_to_unicode(text)
+  # 1. Whitespace: keep words, join with one space that points at the first whitespace char.
+  chars, spans = [], []
+  if remove_space:
+    i, n = 0, len(text)
+    while i < n:
+      if text[i].isspace():
+        j = i
+        while j < n and text[j].isspace():
+          j += 1
+        if chars and j < n:
+          chars.append(" ")
+          spans.append((i, i + 1))
+        i = j
+      else:
+        chars.append(text[i])
+        spans.append((i, i + 1))
+        i += 1
+  else:
+    chars = list(text)
+    spans = [(i, i + 1) for i in range(len(text))]
+  # 2. NFKD per character, dropping combining marks. Equivalent to the whole-string version:
+  # NFKD's canonical reordering only moves combining marks, which are all dropped.
+  out_chars, out_spans = [], []
+  for ch, span in zip(chars, spans):
+    kept = [c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)]
+    if kept:
+      out_chars.extend(kept)
+      out_spans.extend([span] * len(kept))
+    elif out_spans and out_spans[-1][1] == span[0]:
+      out_spans[-1] = (out_spans[-1][0], span[1])
+  processed = "".join(out_chars)
+  # 3. Lower-casing: str.lower is context-dependent only for the Greek final sigma, which maps
+  # one character to one character, so per-character lengths are those of the whole string.
+  if lower:
+    lowered = processed.lower()
+    lower_spans = []
+    for ch, span in zip(processed, out_spans):
+      lower_spans.extend([span] * len(ch.lower()))
+    if len(lower_spans) != len(lowered):  # unreachable with CPython's case tables; stay safe
+      raise AlbertError("internal error: lower-casing changed length unexpectedly")
+    processed, out_spans = lowered, lower_spans
+  return processed, out_spans
+
+
+# ----------------------------------------------------------------------------- SentencePiece
+
+
+def _split_digit_comma(sp_model, piece):
+  """Re-splits a piece like '▁3,' or '0,' into ('▁3', ',') / ('0', ','); None if not such a piece."""
+  if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+    cur_pieces = sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+    # EncodeAsPieces adds the dummy-prefix "▁"; drop it when the original piece had none.
+    if piece[0] != SPIECE_UNDERLINE and cur_pieces and cur_pieces[0][0] == SPIECE_UNDERLINE:
+      if len(cur_pieces[0]) == 1:
+        cur_pieces = cur_pieces[1:]
+      else:
+        cur_pieces[0] = cur_pieces[0][1:]
+    return list(cur_pieces) + [piece[-1]]
+  return None
+
+
+def _reserved_pieces(sp_model):
+  """(pieces SentencePiece never emits: control/unknown/unused, the <unk> piece)."""
+  cached = getattr(sp_model, "_albert_reserved_pieces", None)
+  if cached is None:
+    reserved = frozenset(
+        sp_model.IdToPiece(i) for i in range(sp_model.GetPieceSize())
+        if sp_model.IsControl(i) or sp_model.IsUnknown(i) or sp_model.IsUnused(i))
+    cached = (reserved, sp_model.IdToPiece(sp_model.unk_id()))
+    sp_model._albert_reserved_pieces = cached  # pylint: disable=protected-access
+  return cached
+
+
+def _fix_pieces(sp_model, pieces):
+  """Digit-comma re-split, and unknown text spelling a reserved piece becomes <unk>.
+
+  SentencePiece returns the surface of unknown text as its piece, so text like "[CLS]" (when its
+  characters are not in the vocabulary) or "<pad>" would map to the special id through
+  PieceToId. Control pieces are never produced by encoding, so such a piece is always unknown
+  text: it becomes the <unk> piece, and the ids agree with SentencePiece's own ids.
+  """
+  reserved, unk_piece = _reserved_pieces(sp_model)
+  new_pieces = []
+  for piece in pieces:
+    split = _split_digit_comma(sp_model, piece)
+    for p in ((piece,) if split is None else split):
+      new_pieces.append(unk_piece if p in reserved else p)
+  return new_pieces
+
+
+def encode_pieces(sp_model, text, return_unicode=True, sample=False):
+  """SentencePiece pieces of (already preprocessed) text, with the digit-comma re-split.
+
+  `return_unicode` is accepted for API compatibility; pieces are always str in Python 3.
+  `sample=True` uses subword regularisation (nbest 64, alpha 0.1) as the official code.
+  Unknown text that spells a control piece ("[CLS]", "<pad>") is returned as "<unk>".
+  """
+  del return_unicode
+  text = convert_to_unicode(text)
+  if sample:
+    pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
+  else:
+    pieces = sp_model.EncodeAsPieces(text)
+  return _fix_pieces(sp_model, pieces)
+
+
+def encode_ids(sp_model, text, sample=False):
+  """Ids of `encode_pieces(sp_model, text)`."""
+  return [sp_model.PieceToId(p) for p in encode_pieces(sp_model, text, sample=sample)]
+
+
+# ----------------------------------------------------------------------------- WordPiece
+
+
+def load_vocab(vocab_file):
+  """Loads a vocabulary file (one token per line; for SentencePiece .vocab, the first column)."""
+  vocab = collections.OrderedDict()
+  try:
+    with open(vocab_file, "rb") as reader:
+      for line_number, raw in enumerate(reader, 1):
+        try:
+          line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+          raise AlbertError(f"{vocab_file}:{line_number}: vocabulary line is not valid UTF-8")
+        token = line.strip().split()[0] if line.strip() else ""
+        if not token:
+          continue
+        if token not in vocab:
+          vocab[token] = len(vocab)
+  except OSError as e:
+    raise AlbertError(f"cannot read vocabulary file {vocab_file}: {e.strerror}")
+  if not vocab:
+    raise AlbertError(f"vocabulary file {vocab_file} is empty")
+  return vocab
+
+
+def convert_by_vocab(vocab, items):
+  """Maps each item through vocab (a dict)."""
+  return [vocab[item] for item in items]
+
+
+def whitespace_tokenize(text):
+  """Strips and splits on whitespace."""
+  text = text.strip()
+  return text.split() if text else []
+
+
+def _is_whitespace(char):
+  if char in (" ", "\t", "\n", "\r"):
+    return True
+  return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char):
+  if char in ("\t", "\n", "\r"):
+    return False
+  return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char):
+  cp = ord(char)
+  # All non-letter/number ASCII is treated as punctuation, as in BERT ("^", "$", "`").
+  if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+    return True
+  return unicodedata.category(char).startswith("P")
+
+
+def _is_chinese_char(cp):
+  return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or
+          0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
+          0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+class BasicTokenizer:
+  """BERT's basic tokenization: clean, split CJK characters and punctuation, optional lower-case
+  with accent stripping."""
+
+  def __init__(self, do_lower_case=True):
+    self.do_lower_case = do_lower_case
+
+  def tokenize(self, text):
+    text = self._clean_text(convert_to_unicode(text))
+    text = "".join(f" {c} " if _is_chinese_char(ord(c)) else c for c in text)
+    split_tokens = []
+    for token in whitespace_tokenize(text):
+      if self.do_lower_case:
+        token = token.lower()
+        token = "".join(c for c in unicodedata.normalize("NFD", token)
+                        if unicodedata.category(c) != "Mn")
+      split_tokens.extend(self._split_on_punc(token))
+    return whitespace_tokenize(" ".join(split_tokens))
+
+  @staticmethod
+  def _split_on_punc(text):
+    output = []
+    start_new_word = True
+    for char in text:
+      if _is_punctuation(char):
+        output.append([char])
+        start_new_word = True
+      else:
+        if start_new_word:
+          output.append([])
+        start_new_word = False
+        output[-1].append(char)
+    return ["".join(x) for x in output]
+
+  @staticmethod
+  def _clean_text(text):
+    output = []
+    for char in text:
+      cp = ord(char)
+      if cp == 0 or cp == 0xFFFD or _is_control(char):
+        continue
+      output.append(" " if _is_whitespace(char) else char)
+    return "".join(output)
+
+
+class WordpieceTokenizer:
+  """Greedy longest-match-first WordPiece tokenization ("##" marks continuations)."""
+
+  def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
+    self.vocab = vocab
+    self.unk_token = unk_token
+    self.max_input_chars_per_word = max_input_chars_per_word
+
+  def tokenize(self, text):
+    output_tokens = []
+    for token in whitespace_tokenize(convert_to_unicode(text)):
+      if len(token) > self.max_input_chars_per_word:
+        output_tokens.append(self.unk_token)
+        continue
+      sub_tokens = []
+      start = 0
+      while start < len(token):
+        end = len(token)
+        cur_substr = None
+        while start < end:
+          substr = token[start:end]
+          if start > 0:
+            substr = "##" + substr
+          if substr in self.vocab:
+            cur_substr = substr
+            break
+          end -= 1
+        if cur_substr is None:
+          sub_tokens = None
+          break
+        sub_tokens.append(cur_substr)
+        start = end
+      output_tokens.extend(sub_tokens if sub_tokens is not None else [self.unk_token])
+    return output_tokens
+
+
+# ----------------------------------------------------------------------------- FullTokenizer
+
+
+def _read_bytes(path, flag):
+  """File contents; remote paths (gs://...) through tf.io.gfile."""
+  try:
+    if "://" in str(path):
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+    with open(path, "rb") as f:
+      return f.read()
+  except OSError as e:
+    raise AlbertError(f"cannot read {flag} {path}: {e.strerror}")
+  except Exception as e:  # pylint: disable=broad-except  (tf.errors.OpError for remote paths)
+    raise AlbertError(f"cannot read {flag} {path}: {type(e).__name__}")
+
+
+def check_vocabulary_fits(tokenizer, config):
+  """The tokenizer's vocabulary must fit the model's embedding table (config.vocab_size).
+
+  A larger vocabulary (e.g. another model's 30k-clean.model with a smaller config) yields ids past
+  the table; a smaller one works but leaves rows unused, which usually means a mismatch too.
+  Raises:
+    AlbertError: more pieces than config.vocab_size (both sizes named).
+  """
+  size = len(tokenizer.vocab)
+  source = tokenizer.spm_model_file or tokenizer.vocab_file
+  config_name = getattr(config, "source", None) or "the albert config"
+  if size > config.vocab_size:
+    raise AlbertError(f"{source}: vocabulary has {size} pieces but {config_name} has "
+                      f"vocab_size={config.vocab_size} (is this the model's own vocabulary?)")
+  if size < config.vocab_size:
+    logging.warning("%s: vocabulary has %d pieces, fewer than vocab_size=%d of %s (is this the "
+                    "model's own vocabulary?)", source, size, config.vocab_size, config_name)
+
+
+class FullTokenizer:
+  """End-to-end tokenizer: SentencePiece when `spm_model_file` is given, else WordPiece.
+
+  Attributes:
+    vocab: dict piece -> id (for SentencePiece, built from the model).
+    inv_vocab: dict id -> piece.
+    sp_model: the `sentencepiece.SentencePieceProcessor`, or None in WordPiece mode.
+    do_lower_case: whether text is lower-cased before tokenization.
+  """
+
+  def __init__(self, vocab_file=None, do_lower_case=True, spm_model_file=None):
+    self.do_lower_case = do_lower_case
+    self.sp_model = None
+    self.spm_model_file = spm_model_file
+    self.vocab_file = vocab_file
+    if spm_model_file:
+      self.sp_model = spm.SentencePieceProcessor()
+      proto = _read_bytes(spm_model_file, "--spm_model_file")
+      try:
+        self.sp_model.LoadFromSerializedProto(proto)
+      except (RuntimeError, OSError):
+        raise AlbertError(f"--spm_model_file {spm_model_file} is not a SentencePiece model")
+      self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
+    elif vocab_file:
+      self.vocab = load_vocab(vocab_file)
+      self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+      self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+    else:
+      raise AlbertError("a tokenizer needs --spm_model_file or --vocab_file")
+    self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+  # --- special tokens
+
+  def special_id(self, token):
+    """Id of a special token ('<pad>', '<unk>', '[CLS]', '[SEP]', '[MASK]') from the vocabulary.
+
+    Raises AlbertError naming the vocabulary when it is missing.
+    """
+    if self.sp_model is not None:
+      if token == "<pad>":
+        pad = self.sp_model.pad_id()
+        if pad >= 0:
+          return pad
+      if token == "<unk>":
+        return self.sp_model.unk_id()
+    if token in self.vocab:
+      return self.vocab[token]
+    if token == "<unk>" and "[UNK]" in self.vocab:
+      return self.vocab["[UNK]"]
+    if token == "<pad>" and "[PAD]" in self.vocab:
+      return self.vocab["[PAD]"]
+    source = self.spm_model_file or self.vocab_file
+    raise AlbertError(f"vocabulary {source} has no {token} token (needed: [CLS], [SEP], [MASK])")
+
+  @property
+  def pad_id(self):
+    return self.special_id("<pad>")
+
+  @property
+  def unk_id(self):
+    return self.special_id("<unk>")
+
+  @property
+  def cls_id(self):
+    return self.special_id("[CLS]")
+
+  @property
+  def sep_id(self):
+    return self.special_id("[SEP]")
+
+  @property
+  def mask_id(self):
+    return self.special_id("[MASK]")
+
+  def check_special_tokens(self):
+    """Raises AlbertError unless [CLS], [SEP] and [MASK] are in the vocabulary."""
+    for token in ("[CLS]", "[SEP]", "[MASK]"):
+      self.special_id(token)
+
+  # --- tokenization
+
+  def preprocess(self, text):
+    """The text normalisation `tokenize` applies (SentencePiece mode) before encoding."""
+    return preprocess_text(text, lower=self.do_lower_case)
+
+  def tokenize(self, text):
+    """Text -> list of pieces (str). Text spelling "[CLS]" is ordinary text, never a special id."""
+    if self.sp_model is not None:
+      return encode_pieces(self.sp_model, self.preprocess(text))
+    split_tokens = []
+    for token in self.basic_tokenizer.tokenize(text):
+      split_tokens.extend(self.wordpiece_tokenizer.tokenize(token))
+    return split_tokens
+
+  def tokenize_with_offsets(self, text):
+    """Pieces of `text` and each piece's character span in the ORIGINAL (unprocessed) text.
+
+    SentencePiece mode only (SQuAD uses it to map answer character spans to pieces).
+
+    Returns:
+      (pieces, offsets): pieces == self.tokenize(text); offsets[i] = (start, end) with
+      text[start:end] the original characters piece i came from, through preprocess_text:
+      - the "▁" word-boundary marker is not part of a span: "▁the" spans just "the";
+      - a piece that is only "▁" gets an empty span (start == end) at the next word's start;
+      - accents dropped by NFKD stay inside the span of their base letter ("é" -> "e" spans
+        the whole "é" or "e\u0301");
+      - a character that decomposes into several (e.g. "ﬁ" -> "fi", "½" -> "1⁄2") gives every
+        piece touching it the whole character's span, so spans may overlap there;
+      - lower-casing and whitespace collapsing keep spans on the original characters;
+      - the digit-comma re-split ("▁3,000," -> "▁3,000" ",") gives "," its own one-char span.
+      Spans are non-decreasing in start.
+    """
+    if self.sp_model is None:
+      raise AlbertError("tokenize_with_offsets needs a SentencePiece model (--spm_model_file)")
+    processed, char_spans = _preprocess_with_alignment(text, lower=self.do_lower_case)
+    proto = self.sp_model.encode(processed, return_type="proto")
+    # SentencePiece offsets are UTF-8 byte offsets into `processed`: map bytes -> chars.
+    byte_to_char = []
+    for ci, ch in enumerate(processed):
+      byte_to_char.extend([ci] * len(ch.encode("utf-8")))
+    byte_to_char.append(len(processed))
+    n_chars = len(processed)
+
+    def to_original(c_start, c_end):
+      # Drop the space the "▁" stands for; an all-space piece is empty at the next character.
+      while c_start < c_end and processed[c_start] == " ":
+        c_start += 1
+      if c_start >= c_end:
+        pos = char_spans[c_start][0] if c_start < n_chars else len(text)
+        return (pos, pos)
+      return (char_spans[c_start][0], char_spans[c_end - 1][1])
+
+    reserved, unk_piece = _reserved_pieces(self.sp_model)
+    pieces, offsets = [], []
+    for sp_piece in proto.pieces:
+      piece = sp_piece.piece
+      c_start, c_end = byte_to_char[sp_piece.begin], byte_to_char[sp_piece.end]
+      split = _split_digit_comma(self.sp_model, piece)
+      if split is None:
+        pieces.append(unk_piece if piece in reserved else piece)
+        offsets.append(to_original(c_start, c_end))
+        continue
+      split = _fix_pieces(self.sp_model, [piece])
+      # The "," is the last character of the surface; the rest keeps the remaining characters.
+      body_start, body_end = c_start, max(c_start, c_end - 1)
+      body_pieces = split[:-1]
+      body_text = processed[body_start:body_end].lstrip(" ")
+      body_start = body_end - len(body_text)
+      pos = body_start
+      joined = "".join(p.replace(SPIECE_UNDERLINE, "") for p in body_pieces)
+      for sub in body_pieces:
+        sub_len = len(sub.replace(SPIECE_UNDERLINE, ""))
+        if joined == body_text:  # the usual case: pieces spell the surface exactly
+          offsets.append(to_original(pos, pos + sub_len) if sub_len else
+                         to_original(pos, pos))
+          pos += sub_len
+        else:  # SentencePiece normalisation changed characters: give the whole body span
+          offsets.append(to_original(body_start, body_end))
+        pieces.append(sub)
+      pieces.append(",")
+      offsets.append(to_original(c_end - 1, c_end))
+    return pieces, offsets
+
+  def convert_tokens_to_ids(self, tokens):
+    if self.sp_model is not None:
+      return [self.sp_model.PieceToId(token) for token in tokens]
+    unk = self.vocab.get("[UNK]")
+    return [self.vocab.get(t, unk) if unk is not None else self.vocab[t] for t in tokens]
+
+  def convert_ids_to_tokens(self, ids):
+    if self.sp_model is not None:
+      return [self.sp_model.IdToPiece(int(i)) for i in ids]
+    return convert_by_vocab(self.inv_vocab, ids)
+
+  def encode(self, text):
+    """Text -> ids (tokenize + convert_tokens_to_ids)."""
+    return self.convert_tokens_to_ids(self.tokenize(text))

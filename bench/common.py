@@ -1,0 +1,157 @@
+"""Pieces shared by the benchmarks: the ALBERT-base shape, synthetic pretraining batches, our
+and the model garden's pretraining step, interleaved timing and its summary, the machine load.
+
+The benches import it as `bench.common` after putting the repo root on sys.path; TensorFlow and
+albert_tf are imported inside the functions, so that a parent process (bench/train_memory.py)
+stays small and its children import them only once they run.
+"""
+
+import statistics
+import subprocess
+import time
+
+# ALBERT-base (V 30000, E 128, H 768, L 12, 12 heads, I 3072) without dropout: the shape the
+# step and latency benches compare with the model garden.
+ALBERT_BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12,
+                   num_hidden_groups=1, num_attention_heads=12, intermediate_size=3072,
+                   inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
+                   attention_probs_dropout_prob=0.0, max_position_embeddings=512,
+                   type_vocab_size=2, initializer_range=0.02)
+
+
+# --------------------------------------------------------------------------- pretraining step
+def synthetic_pretraining_batch(batch, seq, preds, vocab, seed=0):
+  """One random pretraining batch (features, labels) in the official feature names."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  features = {
+      "input_ids": rng.integers(5, vocab, size=(batch, seq)).astype(np.int32),
+      "input_mask": np.ones((batch, seq), np.int32),
+      "segment_ids": np.concatenate([np.zeros((batch, seq // 2)), np.ones((batch, seq - seq // 2))],
+                                    1).astype(np.int32),
+      "masked_lm_positions": np.sort(rng.choice(np.arange(1, seq), size=(batch, preds)),
+                                     axis=1).astype(np.int32),
+  }
+  labels = {
+      "masked_lm_ids": rng.integers(5, vocab, size=(batch, preds)).astype(np.int32),
+      "masked_lm_weights": np.ones((batch, preds), np.float32),
+      "next_sentence_labels": rng.integers(0, 2, size=(batch,)).astype(np.int32),
+  }
+  return features, labels
+
+
+def build_our_pretraining_step(config, features, labels, batch, seq_length, num_predictions,
+                               **trainer_kwargs):
+  """Our Trainer's train loop (MLM + SOP, global-norm clip, official LAMB) on one in-memory
+  batch repeated. Returns (run, trainer): run(steps) trains `steps` steps, returns the loss.
+
+  trainer_kwargs go to the Trainer (jit_compile, recompute, ...).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+
+  class InMemoryPretraining(pretraining_task.PretrainingTask):
+
+    def build_inputs(self, mode, batch_size, input_context=None):
+      return tf.data.Dataset.from_tensors((features, labels)).repeat()
+
+  task = InMemoryPretraining(pretraining_task.PretrainingConfig(
+      config, max_seq_length=seq_length, max_predictions_per_seq=num_predictions))
+  trainer = trainer_lib.Trainer(
+      task, None, None,
+      optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10), **trainer_kwargs)
+  # The Trainer's own compiled loop, without its checkpointing and logging around it: the
+  # bench times the steps alone.
+  iterator, spec = trainer._train_dataset_iterator(batch)  # pylint: disable=protected-access
+  trainer._ensure_built(spec)  # pylint: disable=protected-access
+  train_fn = trainer._build_train_fn(batch)  # pylint: disable=protected-access
+
+  def run(steps):
+    return float(train_fn(iterator, tf.constant(steps))[0].numpy())
+  return run, trainer
+
+
+def build_model_garden_step(config, features, labels, jit_compile=None):
+  """The reference: the model garden's AlbertEncoder + BertPretrainerV2 (SOP as a
+  ClassificationHead) + its LAMB, the same loss and clip as ours, in a tf.function.
+
+  Returns (step, inputs, encoder): step(inputs, labels) trains one step and returns the loss.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  from official.modeling.optimization import lamb  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import layers, models, networks  # pylint: disable=g-import-not-at-top
+  encoder = networks.AlbertEncoder(
+      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
+      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
+      num_attention_heads=config.num_attention_heads,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size, intermediate_size=config.intermediate_size,
+      activation=tf_keras.activations.gelu, dropout_rate=config.hidden_dropout_prob,
+      attention_dropout_rate=config.attention_probs_dropout_prob, dict_outputs=True)
+  model = models.BertPretrainerV2(
+      encoder, mlm_activation=tf_keras.activations.gelu,
+      classification_heads=[layers.ClassificationHead(
+          inner_dim=config.hidden_size, num_classes=2, name="next_sentence")])
+  optimizer = lamb.LAMB(1e-4, weight_decay_rate=0.01,
+                        exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"])
+  inputs = {"input_word_ids": features["input_ids"], "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": features["masked_lm_positions"]}
+  model(inputs)
+
+  @tf.function(jit_compile=jit_compile)
+  def step(inputs, labels):
+    with tf.GradientTape() as tape:
+      out = model(inputs, training=True)
+      log_probs = tf.nn.log_softmax(tf.cast(out["mlm_logits"], tf.float32))
+      ce = -tf.gather(log_probs, labels["masked_lm_ids"], axis=-1, batch_dims=2)
+      w = labels["masked_lm_weights"]
+      mlm = tf.reduce_sum(w * ce) / (tf.reduce_sum(w) + 1e-5)
+      sop = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+          labels["next_sentence_labels"], out["next_sentence"]))
+      loss = mlm + sop
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+  return step, inputs, encoder
+
+
+# --------------------------------------------------------------------------- timing
+def time_interleaved(calls, rounds, warmup=3):
+  """calls: {name: fn}. Returns {name: [ms per round]}, one call of each per round.
+
+  The order is rotated every round, so drifts in machine speed hit all calls alike.
+  """
+  names = list(calls)
+  for name in names:
+    for _ in range(warmup):  # graph instantiation, oneDNN primitive creation
+      calls[name]()
+  times = {name: [] for name in names}
+  for r in range(rounds):
+    shift = r % len(names)
+    for name in names[shift:] + names[:shift]:
+      start = time.perf_counter()
+      calls[name]()
+      times[name].append((time.perf_counter() - start) * 1000)
+  return times
+
+
+def summarize(ms):
+  """Median, 10th and 90th percentile and min of a list of timings."""
+  deciles = statistics.quantiles(ms, n=10) if len(ms) > 1 else [ms[0]] * 9
+  return dict(median=statistics.median(ms), p10=deciles[0], p90=deciles[-1], min=min(ms))
+
+
+def paired_ratio(times, reference):
+  """Median over rounds of the per-round ratio: robust to drifts that hit a whole round."""
+  return statistics.median(t / r for t, r in zip(times, reference))
+
+
+def uptime():
+  """`uptime`'s line (load averages): other work shares the benchmark machine's CPU."""
+  return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()

@@ -241,7 +241,7 @@ def check_window_lengths(max_seq_length, max_query_length, doc_stride):
     raise AlbertError(f"--max_seq_length ({max_seq_length}) must be greater than "
                       f"--max_query_length ({max_query_length}) + 3")
   if doc_stride < 1:
-    raise AlbertError(f"--doc_stride must be >= 1, got {doc_stride}")
+    raise AlbertError(f"--doc_stride={doc_stride} is invalid: expected > 0")
 
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,

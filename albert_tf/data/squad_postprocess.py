@@ -22,7 +22,8 @@ import os
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
+
+from albert_tf import fileio
 
 # What the official code returns when no span is valid.
 _EMPTY_V1 = ("empty", 0.0, 0.0)
@@ -221,23 +222,20 @@ def tune_and_evaluate_v2(dataset, nbest, null_odds, null_score_diff_threshold=No
 # ----------------------------------------------------------------------------- output files
 
 
-def write_json(obj, path):
-  """Writes JSON (indent 4, as the official) via a temp name, so no half-written file remains."""
-  temp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(temp, "w") as f:
-    f.write(json.dumps(obj, indent=4) + "\n")
-  tf.io.gfile.rename(temp, path, overwrite=True)
+def _write_json(obj, path):
+  """JSON with indent 4 and a final newline, as the official files; written atomically."""
+  fileio.write_text(path, json.dumps(obj, indent=4) + "\n")
   logging.info("Wrote %s", path)
 
 
 def write_prediction_files(output_dir, predictions, nbest, null_odds=None):
   """predictions.json, nbest_predictions.json and (v2) null_odds.json in output_dir."""
-  tf.io.gfile.makedirs(output_dir)
+  fileio.makedirs(output_dir)
   paths = {"predictions": os.path.join(output_dir, "predictions.json"),
            "nbest": os.path.join(output_dir, "nbest_predictions.json")}
-  write_json(predictions, paths["predictions"])
-  write_json(nbest, paths["nbest"])
+  _write_json(predictions, paths["predictions"])
+  _write_json(nbest, paths["nbest"])
   if null_odds is not None:
     paths["null_odds"] = os.path.join(output_dir, "null_odds.json")
-    write_json(null_odds, paths["null_odds"])
+    _write_json(null_odds, paths["null_odds"])
   return paths

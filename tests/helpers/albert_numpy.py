@@ -104,6 +104,11 @@ def write_official_checkpoint(weights, prefix, optimizer_slots=True, global_step
 
 
 # ------------------------------------------------------------------ forward pass
+def random_array(rng, *shape):
+  """float32 N(0, 0.5) values of `shape`, for layer weights and inputs."""
+  return rng.normal(0.0, 0.5, size=shape).astype(np.float32)
+
+
 def gelu(x):
   return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
@@ -124,17 +129,50 @@ def softmax(x, axis=-1):
   return e / e.sum(axis=axis, keepdims=True)
 
 
+def embeddings(input_ids, segment_ids, word, position, token_type, gamma, beta):
+  """Official embedding_lookup + embedding_postprocessor (no dropout): [batch, seq, E]."""
+  seq_len = input_ids.shape[1]
+  x = word[input_ids] + token_type[segment_ids] + position[:seq_len][None]
+  return layer_norm(x, gamma, beta)
+
+
+# Keyword of attention_block -> the official variable under `.../attention_1/`.
+_ATTENTION_SCOPES = {"wq": "self/query/kernel", "bq": "self/query/bias",
+                     "wk": "self/key/kernel", "bk": "self/key/bias",
+                     "wv": "self/value/kernel", "bv": "self/value/bias",
+                     "wo": "output/dense/kernel", "bo": "output/dense/bias"}
+
+
+def attention_block(x, adder, wq, bq, wk, bk, wv, bv, wo, bo, gamma, beta, num_heads):
+  """Official attention_layer + output dense + residual + LayerNorm: [batch, seq, H].
+
+  adder: [batch, 1, 1, seq], (1 - mask) * -10000 (keys only).
+  """
+  batch, seq_len, hidden = x.shape
+  size = hidden // num_heads
+
+  def heads(t):
+    return t.reshape(batch, seq_len, num_heads, size).transpose(0, 2, 1, 3)
+
+  q, k, v = heads(x @ wq + bq), heads(x @ wk + bk), heads(x @ wv + bv)
+  scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + adder
+  context = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(batch, seq_len, hidden)
+  return layer_norm(context @ wo + bo + x, gamma, beta)
+
+
+def feed_forward_block(x, w_in, b_in, w_out, b_out, gamma, beta, act):
+  """Official ffn_1 (intermediate dense + activation, output dense) + residual + LayerNorm_1."""
+  return layer_norm(act(x @ w_in + b_in) @ w_out + b_out + x, gamma, beta)
+
+
 def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None):
   """Float64 forward pass of the official model. Returns the same keys as AlbertPretrainer."""
   w = {k: v.astype(np.float64) for k, v in w.items()}
   act = ACTS[cfg["hidden_act"]]
-  B, S = input_ids.shape
-  H, N = cfg["hidden_size"], cfg["num_attention_heads"]
-  D = H // N
-  x = (w["bert/embeddings/word_embeddings"][input_ids]
-       + w["bert/embeddings/token_type_embeddings"][segment_ids]
-       + w["bert/embeddings/position_embeddings"][:S][None])
-  x = layer_norm(x, w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"])
+  N = cfg["num_attention_heads"]
+  x = embeddings(input_ids, segment_ids, w["bert/embeddings/word_embeddings"],
+                 w["bert/embeddings/position_embeddings"], w["bert/embeddings/token_type_embeddings"],
+                 w["bert/embeddings/LayerNorm/gamma"], w["bert/embeddings/LayerNorm/beta"])
   embedding_output = x
   if "bert/encoder/embedding_hidden_mapping_in/kernel" in w:
     x = x @ w["bert/encoder/embedding_hidden_mapping_in/kernel"] + \
@@ -145,23 +183,16 @@ def forward(w, cfg, input_ids, input_mask, segment_ids, masked_lm_positions=None
     for inner in range(cfg["inner_group_num"]):
       attention, ffn = block_scopes(cfg, layer, inner)
       a = TRANSFORMER + attention + "/attention_1/"
-
-      def heads(t):
-        return t.reshape(B, S, N, D).transpose(0, 2, 1, 3)
-
-      q = heads(x @ w[a + "self/query/kernel"] + w[a + "self/query/bias"])
-      k = heads(x @ w[a + "self/key/kernel"] + w[a + "self/key/bias"])
-      v = heads(x @ w[a + "self/value/kernel"] + w[a + "self/value/bias"])
-      scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(D) + adder
-      ctx = (softmax(scores) @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
-      out = ctx @ w[a + "output/dense/kernel"] + w[a + "output/dense/bias"]
       ln1 = TRANSFORMER + attention + "/LayerNorm/"
-      x_att = layer_norm(out + x, w[ln1 + "gamma"], w[ln1 + "beta"])
+      x_att = attention_block(
+          x, adder, num_heads=N,
+          **{name: w[a + scope] for name, scope in _ATTENTION_SCOPES.items()},
+          gamma=w[ln1 + "gamma"], beta=w[ln1 + "beta"])
       f = TRANSFORMER + ffn + "/ffn_1/intermediate/"
-      mid = act(x_att @ w[f + "dense/kernel"] + w[f + "dense/bias"])
-      out = mid @ w[f + "output/dense/kernel"] + w[f + "output/dense/bias"]
       ln2 = TRANSFORMER + ffn + "/LayerNorm_1/"
-      x = layer_norm(out + x_att, w[ln2 + "gamma"], w[ln2 + "beta"])
+      x = feed_forward_block(x_att, w[f + "dense/kernel"], w[f + "dense/bias"],
+                             w[f + "output/dense/kernel"], w[f + "output/dense/bias"],
+                             w[ln2 + "gamma"], w[ln2 + "beta"], act)
       all_layers.append(x)
   pooled = np.tanh(x[:, 0] @ w["bert/pooler/dense/kernel"] + w["bert/pooler/dense/bias"])
   result = dict(sequence_output=x, pooled_output=pooled, encoder_outputs=all_layers,

@@ -1,10 +1,9 @@
-"""The encoder's layers and the heads' layers: get_config round trips."""
+"""get_config round trips of the encoder's layers and the pretraining heads' layers."""
 
 from albert_tf.heads import MaskedLMHead, SentenceOrderHead
 from albert_tf.layers import AlbertAttentionBlock, AlbertEmbeddings, AlbertFeedForwardBlock
 
 
-# --------------------------------------------------------------- get_config round trips
 def _roundtrip(layer):
   return type(layer).from_config(layer.get_config())
 

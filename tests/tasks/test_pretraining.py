@@ -43,7 +43,7 @@ def test_short_run_drives_mlm_and_sop_losses_down(real_text_data, tmp_path, caps
   data, config = real_text_data
   tf_keras.utils.set_random_seed(0)
   # AdamW (the official --optimizer adamw): on a model this small, LAMB's per-layer trust ratio
-  # needs far more steps before SOP moves (LAMB's numerics are tested in test_optimizer.py).
+  # needs far more steps before SOP moves (LAMB's numerics: tests/training/test_optimizer.py).
   results = _run_pretraining(config, data, tmp_path / "run", optimizer="adamw",
                              learning_rate=0.002)
   lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step ")]

@@ -1,16 +1,12 @@
-"""run_pretraining.py: one-line errors, --recompute from the flags to the trainer, and a
---recompute=layer run end to end (it trains, its progress lines carry the memory report, and its
-checkpoint restores into a recompute=none model)."""
+"""run_pretraining.py: one-line errors, and a --recompute=layer run end to end (it trains, its
+progress lines carry the memory report, and its checkpoint restores into a recompute=none model)."""
 
 import re
-import types
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
-from albert_tf.cli import flags as cli
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks import pretraining as pretraining_task
 from tests.helpers import training as helpers
@@ -51,21 +47,6 @@ def test_script_prints_one_line_error(tmp_path, capsys):
   err = capsys.readouterr().err.strip().splitlines()
   assert err[-1].startswith("error: --input_file: no file matches"), err
   assert err[-1].endswith("none-*.tfrecord'")
-
-
-def test_recompute_flag_reaches_the_trainer_kwargs():
-  cli.define_runtime_flags()
-  flag = flags.FLAGS["recompute"]
-  assert flag.default == "none"
-  assert flag.parser.parse("layer") == "layer" and flag.parser.parse("attention") == "attention"
-  with pytest.raises(ValueError):
-    flag.parser.parse("everything")
-  f = types.SimpleNamespace(strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None,
-                            gcp_project=None, master=None, precision="fp32", jit_compile=False,
-                            gradient_accumulation_steps=1, log_every_n_steps=1,
-                            iterations_per_loop=10, recompute="layer", deterministic=False,
-                            seed=None)
-  assert cli.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
 
 
 @pytest.fixture(scope="module")

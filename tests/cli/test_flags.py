@@ -1,0 +1,23 @@
+"""The shared flags and their typed configs: --recompute reaches the trainer's arguments."""
+
+import types
+
+import pytest
+from absl import flags
+
+from albert_tf.cli import flags as cli
+
+
+def test_recompute_flag_reaches_the_trainer_kwargs():
+  cli.define_runtime_flags()
+  flag = flags.FLAGS["recompute"]
+  assert flag.default == "none"
+  assert flag.parser.parse("layer") == "layer" and flag.parser.parse("attention") == "attention"
+  with pytest.raises(ValueError):
+    flag.parser.parse("everything")
+  f = types.SimpleNamespace(strategy="auto", use_tpu=False, tpu_name=None, tpu_zone=None,
+                            gcp_project=None, master=None, precision="fp32", jit_compile=False,
+                            gradient_accumulation_steps=1, log_every_n_steps=1,
+                            iterations_per_loop=10, recompute="layer", deterministic=False,
+                            seed=None)
+  assert cli.runtime_config(f).trainer_kwargs()["recompute"] == "layer"

@@ -1,6 +1,17 @@
-"""The one error type users see, and the helper scripts use to print it on one line."""
+"""The one error type users see, and the helper scripts use to print it on one line.
 
+`run_main` also turns a full disk (ENOSPC, EFBIG, EDQUOT, from Python or from TensorFlow's file
+system) anywhere in a script into one `error: ...` line with exit status 2.
+"""
+
+import errno
+import io
+import os
+import re
 import sys
+
+# The exit status of bad input (and of a full disk).
+EXIT_BAD_INPUT = 2
 
 
 class AlbertError(ValueError):
@@ -11,8 +22,122 @@ class AlbertError(ValueError):
   """
 
 
+# The exit status of a run stopped by SIGTERM/SIGINT after saving what it had done (the code
+# TensorFlow's PreemptionCheckpointHandler uses for "restart me"): rerunning the same command
+# resumes. Bad input exits with 2.
+EXIT_STOPPED_BY_SIGNAL = 42
+
+
+class StopRequested(BaseException):
+  """A SIGTERM/SIGINT stopped the run; its message says what was kept and how to resume.
+
+  A BaseException (as KeyboardInterrupt), so no `except Exception` on the way swallows it.
+  """
+
+  def __init__(self, message, exit_code=EXIT_STOPPED_BY_SIGNAL):
+    super().__init__(message)
+    self.exit_code = exit_code
+
+
+# ------------------------------------------------------------------------------ a full disk
+_DISK_FULL = {
+    errno.ENOSPC: ("No space left on device", "no space left on device"),
+    errno.EFBIG: ("File too large", "file too large (a file size limit: `ulimit -f`, or the "
+                  "file system's)"),
+    errno.EDQUOT: ("Disk quota exceeded", "disk quota exceeded"),
+}
+# TensorFlow's file errors: "<path>; <strerror>" (a ResourceExhaustedError for ENOSPC and EDQUOT,
+# an OutOfRangeError for EFBIG).
+_TF_FILE_ERROR = re.compile(r"(?:^|\s)(\S+); (" + "|".join(
+    re.escape(text) for text, _ in _DISK_FULL.values()) + ")")
+
+
+def _file_being_written(traceback):
+  """The name of the innermost writable file object in `traceback`'s frames, else None (an
+  OSError from a write() on an open file carries no file name)."""
+  frames = []
+  while traceback is not None:
+    frames.append(traceback.tb_frame)
+    traceback = traceback.tb_next
+  for frame in reversed(frames):
+    for value in list(frame.f_locals.values()):
+      # tempfile's wrappers hold the file object in `.file`.
+      stream = value.file if type(value).__name__.startswith("_TemporaryFile") else value
+      if isinstance(stream, io.IOBase) and isinstance(getattr(stream, "name", None), str):
+        try:
+          if stream.writable():
+            return stream.name
+        except ValueError:  # closed
+          return stream.name
+  return None
+
+
+def _disk_full(error):
+  """(what, path or None) when `error` (or what caused it) is a full disk, else None.
+
+  The exceptions `error` was raised while handling count too: a full disk often surfaces as
+  another error (autograph, which cannot write the module it generates, fails the conversion).
+  """
+  tf = sys.modules.get("tensorflow")
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, OSError) and error.errno in _DISK_FULL:
+      path = error.filename or _file_being_written(error.__traceback__)
+      return _DISK_FULL[error.errno][1], path
+    if tf is not None and isinstance(error, tf.errors.OpError):
+      match = _TF_FILE_ERROR.search(error.message or "")
+      if match:
+        what = next(what for text, what in _DISK_FULL.values() if text == match.group(2))
+        return what, match.group(1)
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def _final_name(path):
+  """What a temporary file of `fileio.atomic_path` (or a file inside one) will be called."""
+  from albert_tf import fileio  # pylint: disable=g-import-not-at-top
+  suffix = fileio.temporary_name("")  # ".tmp-<pid>": ours, since this process wrote it
+  path = os.fspath(path).replace(suffix + "/", "/")
+  return path[:-len(suffix)] if path.endswith(suffix) else path
+
+
+def disk_full_message(error):
+  """The one-line message for a full disk, or None when `error` is something else.
+
+  Every file albert_tf writes is written whole or not at all (albert_tf/fileio.py), and a
+  training run resumes from its last checkpoint, so what was done before is kept.
+  """
+  found = _disk_full(error)
+  if found is None:
+    return None
+  what, path = found
+  where = f" writing {_final_name(path)}" if path else ""
+  return (f"{what}{where}: the files written before are intact (each file is written whole or "
+          f"not at all); free some space and run the same command again")
+
+
+def exit_at_once(message):
+  """Prints `error: <message>` and ends the process now with exit status 2.
+
+  For a wait inside TensorFlow's C++ code that neither an exception nor a signal interrupts
+  (called from a watchdog thread); only for set-up, when nothing is being written.
+  """
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (AttributeError, OSError, ValueError):
+      pass
+  os.write(2, f"error: {message}\n".encode("utf-8", "replace"))
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.finish_filter()  # os._exit skips atexit
+  os._exit(EXIT_BAD_INPUT)  # pylint: disable=protected-access
+
+
+# ------------------------------------------------------------------------------ scripts
 def run_main(main_fn):
-  """Wraps an absl `main(argv)` so that AlbertError ends the process with one line.
+  """Wraps an absl `main(argv)` so that AlbertError and a full disk end the process with one
+  line (exit status 2), and StopRequested with its message (EXIT_STOPPED_BY_SIGNAL).
 
   Returns a function suitable for `absl.app.run`.
   """
@@ -24,6 +149,15 @@ def run_main(main_fn):
       return main_fn(argv)
     except AlbertError as e:
       print(f"error: {e}", file=sys.stderr)
-      sys.exit(2)
+      sys.exit(EXIT_BAD_INPUT)
+    except StopRequested as e:
+      print(str(e), file=sys.stderr, flush=True)
+      sys.exit(e.exit_code)
+    except Exception as e:  # pylint: disable=broad-except
+      message = disk_full_message(e)
+      if message is None:
+        raise
+      print(f"error: {message}", file=sys.stderr)
+      sys.exit(EXIT_BAD_INPUT)
 
   return wrapped

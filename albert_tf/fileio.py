@@ -13,7 +13,8 @@ import json
 import os
 
 
-def _is_local(path):
+def is_local(path):
+  """True for a path on a local filesystem (no `scheme://`)."""
   return "://" not in os.fspath(path)
 
 
@@ -24,12 +25,12 @@ def _gfile():
 
 def exists(path):
   """True if the file or directory exists (local or tf.io.gfile path)."""
-  return os.path.exists(path) if _is_local(path) else _gfile().exists(path)
+  return os.path.exists(path) if is_local(path) else _gfile().exists(path)
 
 
 def makedirs(path):
   """Creates `path` and its parents if missing."""
-  if _is_local(path):
+  if is_local(path):
     os.makedirs(path, exist_ok=True)
   else:
     _gfile().makedirs(path)
@@ -42,7 +43,7 @@ def temporary_name(path):
 
 def remove(path):
   """Deletes a file or a whole directory tree; nothing happens if `path` does not exist."""
-  if _is_local(path):
+  if is_local(path):
     if os.path.isdir(path):
       import shutil  # pylint: disable=g-import-not-at-top
       shutil.rmtree(path, ignore_errors=True)
@@ -57,7 +58,7 @@ def remove(path):
 
 def replace(source, target):
   """Renames `source` over `target` (atomic on one local filesystem)."""
-  if _is_local(target):
+  if is_local(target):
     os.replace(source, target)
   else:
     _gfile().rename(source, target, overwrite=True)
@@ -76,7 +77,7 @@ def atomic_path(path):
   temp = temporary_name(path)
   try:
     yield temp
-    if _is_local(temp) and os.path.isfile(temp):
+    if is_local(temp) and os.path.isfile(temp):
       os.chmod(temp, 0o644)  # as a plain open() would have made it
     replace(temp, path)
   finally:
@@ -87,7 +88,7 @@ def atomic_path(path):
 def write_text(path, text):
   """Writes `text` (UTF-8) to `path` atomically. Returns `path`."""
   with atomic_path(path) as temp:
-    if _is_local(temp):
+    if is_local(temp):
       with open(temp, "w", encoding="utf-8") as f:
         f.write(text)
     else:
@@ -99,7 +100,7 @@ def write_text(path, text):
 def write_bytes(path, data):
   """Writes `data` to `path` atomically. Returns `path`."""
   with atomic_path(path) as temp:
-    if _is_local(temp):
+    if is_local(temp):
       with open(temp, "wb") as f:
         f.write(data)
     else:
@@ -115,7 +116,7 @@ def write_json(path, value, **dump_kwargs):
 
 def read_json(path):
   """The JSON value in `path`."""
-  if _is_local(path):
+  if is_local(path):
     with open(path, "r", encoding="utf-8") as f:
       return json.load(f)
   with _gfile().GFile(path, "r") as f:
@@ -127,7 +128,7 @@ def file_sha1(path):
   if not path:
     return None
   digest = hashlib.sha1()
-  opener = (lambda: open(path, "rb")) if _is_local(path) else (
+  opener = (lambda: open(path, "rb")) if is_local(path) else (
       lambda: _gfile().GFile(path, "rb"))
   with opener() as f:
     for chunk in iter(lambda: f.read(1 << 20), b""):

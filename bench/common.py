@@ -155,3 +155,16 @@ def paired_ratio(times, reference):
 def uptime():
   """`uptime`'s line (load averages): other work shares the benchmark machine's CPU."""
   return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def cpu_model():
+  """The CPU's model name (the first `model name` of /proc/cpuinfo), e.g. "AMD EPYC"."""
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  import platform  # pylint: disable=g-import-not-at-top
+  return platform.processor() or "unknown CPU"

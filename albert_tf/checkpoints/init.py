@@ -47,7 +47,7 @@ def init_from_checkpoint(model, path, init_from_group0=False):
   is_module = model_source.is_saved_model_directory(path)
   is_hf = not is_module and hf.is_hf_directory(path)
   if not (is_module or is_hf):
-    path = tf1.resolve_checkpoint_path(path)
+    path = tf1.resolve_checkpoint_path(path, "--init_checkpoint")
   is_tf2 = not (is_module or is_hf) and tf1.is_tf2_checkpoint(path)
   if init_from_group0 and (is_module or is_hf or is_tf2):
     raise AlbertError(f"{path}: --init_from_group0 applies to TF1 (official) checkpoints only")

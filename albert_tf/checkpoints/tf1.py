@@ -8,6 +8,7 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
 
@@ -39,16 +40,22 @@ class LoadReport:
     return "\n".join(lines)
 
 
-def resolve_checkpoint_path(path):
-  """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+def resolve_checkpoint_path(path, what="checkpoint"):
+  """A verified checkpoint prefix from a prefix or a directory (its latest checkpoint).
+
+  The checkpoint must read whole (`integrity.verify_checkpoint`): a missing index, a truncated
+  shard or a bad CRC is a one-line AlbertError naming it and `what` (e.g. "--init_checkpoint").
+  """
   path = os.fspath(path)
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      raise AlbertError(f"{path}: directory holds no checkpoint (no 'checkpoint' file)")
-    return latest
-  if not tf.io.gfile.exists(path + ".index"):
-    raise AlbertError(f"{path}: no checkpoint there (expected {path}.index)")
+      numbered = integrity.numbered_checkpoints(path)
+      if not numbered:
+        raise AlbertError(f"{what} {path}: directory holds no checkpoint")
+      latest = numbered[-1][1]
+    path = latest
+  integrity.verify_checkpoint(path, what)
   return path
 
 
@@ -176,8 +183,9 @@ def save_tf1_checkpoint(model, path, global_step=None, update_state=True):
   if global_step is not None:
     names.append("global_step")
     tensors.append(tf.constant(np.int64(global_step)))
-  tf.raw_ops.SaveV2(prefix=path, tensor_names=names, shape_and_slices=[""] * len(names),
-                    tensors=tensors)
+  with integrity.atomic_checkpoint_prefix(path) as temp:
+    tf.raw_ops.SaveV2(prefix=temp, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=tensors)
   if update_state:
     write_checkpoint_state(path)
   return path

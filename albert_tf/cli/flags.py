@@ -91,6 +91,8 @@ def define_runtime_flags():
   _define(flags.DEFINE_string, "tpu_name", None,
           "The Cloud TPU to use for training: the name used when creating the Cloud TPU, or a "
           "grpc://ip.address.of.tpu:8470 url.")
+  # The TF2 model garden (and most TF2 TPU examples) spell it --tpu.
+  _define(flags.DEFINE_alias, "tpu", "tpu_name")
   _define(flags.DEFINE_string, "tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
   _define(flags.DEFINE_string, "gcp_project", None,
           "Project name for the Cloud TPU-enabled project.")

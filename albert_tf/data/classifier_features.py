@@ -9,16 +9,21 @@ Truncation and the [CLS] A [SEP] B [SEP] layout come from `albert_tf.text.packin
 raw-text serving signatures use too.
 
 Cached files get a `.meta.json` sidecar with what produced them (data file, tokenizer,
-max_seq_length ...); a cache made with other settings is rebuilt instead of silently reused.
+max_seq_length ...) and what they hold (number of examples, size, sha1); a cache made with other
+settings, or cut or changed since it was written, is rebuilt (with a note) instead of silently
+reused. Every record read is checked (lengths, ids < vocab_size, segment ids < type_vocab_size,
+labels < the number of classes), see `albert_tf.data.record_checks`.
 """
 
 import json
 import time
 
 from absl import logging
+from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
 from albert_tf import fileio
+from albert_tf.data import record_checks
 from albert_tf.errors import AlbertError
 from albert_tf.text import packing
 
@@ -111,53 +116,104 @@ def write_tfrecord(features, path):
   return count
 
 
-def cached_features(path, meta, make_features):
-  """Returns `path`, building it from `make_features()` unless a cache with equal `meta` exists.
+def cached_features(path, meta, make_features, count_examples=None):
+  """Returns `path`, building it from `make_features()` unless a sound cache with equal `meta`
+  exists.
 
   meta: JSON-able dict of everything the features depend on (written to `path.meta.json`).
   make_features: zero-arg callable returning an iterable of feature dicts.
-  A file without sidecar (e.g. written by the official code) is reused as is; a file whose
-  sidecar differs is rebuilt.
+  count_examples: zero-arg callable returning how many examples the source data holds (to
+    check a cache that has no sidecar), or None.
+  A cache is reused only if its sidecar's settings equal `meta` and its size and sha1 are the
+  recorded ones. A file without sidecar (e.g. written by the official code) must be whole
+  TFRecords and, when the source can be counted, hold as many real examples (is_real_example)
+  as the source. Otherwise it is rebuilt, with a one-line note; if it cannot be rebuilt (no
+  source data), that is a one-line AlbertError.
   """
   meta_path = path + ".meta.json"
   meta = json.loads(json.dumps(meta))  # normalise tuples etc. for the comparison
   if fileio.exists(path):
-    if not fileio.exists(meta_path):
-      logging.info("Using existing features %s (no metadata; assuming it matches)", path)
-      return path
-    old = fileio.read_json(meta_path)
-    if old.get("settings") == meta:
-      logging.info("Using cached features %s (%d examples)", path, old.get("num_examples", -1))
-      return path
-    logging.info("Cached features %s were made with other settings; rebuilding", path)
+    sidecar = _read_sidecar(meta_path)
+    if sidecar is not None and sidecar.get("settings") != meta:
+      logging.info("Cached features %s were made with other settings; rebuilding", path)
+      problem = f"{path} was made with other settings"
+    else:
+      recorded_count = sidecar.get("num_examples") if sidecar else None
+      problem = record_checks.cached_file_problem(
+          path, identity=sidecar, count_feature="is_real_example", counted="real examples",
+          expected_count=count_examples if recorded_count is None else recorded_count)
+      if problem is None:
+        logging.info("Using cached features %s (%s examples)", path,
+                     sidecar.get("num_examples", "?") if sidecar else "no metadata")
+        return path
+      logging.warning("%s; rebuilding it", problem)
+    try:
+      return _write_cache(path, meta_path, meta, make_features)
+    except AlbertError as e:
+      raise AlbertError(f"{problem}, and it cannot be rebuilt: {e}") from None
+  return _write_cache(path, meta_path, meta, make_features)
+
+
+def _read_sidecar(meta_path):
+  """The sidecar's JSON; None if there is none or it is unreadable (then it vouches for nothing
+  and the cache is checked as one of the official code's)."""
+  if not fileio.exists(meta_path):
+    return None
+  try:
+    sidecar = fileio.read_json(meta_path)
+  except (ValueError, UnicodeDecodeError):
+    sidecar = None
+  if not isinstance(sidecar, dict):
+    logging.warning("%s: unreadable sidecar, ignored", meta_path)
+    return None
+  return sidecar
+
+
+def _write_cache(path, meta_path, meta, make_features):
   count = write_tfrecord(make_features(), path)
-  fileio.write_json(meta_path, {"settings": meta, "num_examples": count}, indent=2,
-                    sort_keys=True)
+  fileio.write_json(meta_path, {"settings": meta, "num_examples": count,
+                                **record_checks.file_identity(path)},
+                    indent=2, sort_keys=True)
   logging.info("Wrote %d examples to %s", count, path)
   return path
 
 
-def decode_record(record, seq_length, num_choices=None, is_regression=False):
-  """Parses one serialized record -> (features, labels) with int32 ids.
+def feature_rules(seq_length, num_choices=None, is_regression=False, vocab_size=None,
+                  type_vocab_size=None, num_labels=None):
+  """What every GLUE/RACE feature record must hold (`record_checks.FeatureRule` per feature).
 
-  features: input_ids / input_mask / segment_ids [seq_length] or [num_choices, seq_length].
-  labels: label_ids (int32, or float32 for regression) and is_real_example (float32).
+  vocab_size / type_vocab_size: the model's (ids at or above them are errors); num_labels: the
+  task's classes (label_ids must be below it); None leaves that bound unchecked.
   """
-  total = seq_length * (num_choices or 1)
-  spec = {
-      "input_ids": tf.io.FixedLenFeature([total], tf.int64),
-      "input_mask": tf.io.FixedLenFeature([total], tf.int64),
-      "segment_ids": tf.io.FixedLenFeature([total], tf.int64),
-      "label_ids": tf.io.FixedLenFeature([], tf.float32 if is_regression else tf.int64),
-      "is_real_example": tf.io.FixedLenFeature([], tf.int64, default_value=1),
-  }
-  parsed = tf.io.parse_single_example(record, spec)
-  features = {}
-  for name in ("input_ids", "input_mask", "segment_ids"):
-    value = tf.cast(parsed[name], tf.int32)
-    if num_choices:
-      value = tf.reshape(value, [num_choices, seq_length])
-    features[name] = value
+  shape = (num_choices, seq_length) if num_choices else (seq_length,)
+  length_from = "--max_seq_length" + (f" x {num_choices} choices" if num_choices else "")
+  if is_regression:
+    label = record_checks.FeatureRule("label_ids", (), tf.float32, finite=True)
+  else:
+    label = record_checks.FeatureRule("label_ids", (), low=0, high=num_labels,
+                                      bound=f"the task's {num_labels} labels" if num_labels
+                                      else "")
+  return [
+      record_checks.FeatureRule(
+          "input_ids", shape, low=0, high=vocab_size, length_from=length_from,
+          bound=f"vocab_size {vocab_size} of the model config" if vocab_size else ""),
+      record_checks.FeatureRule("input_mask", shape, low=0, high=2, length_from=length_from),
+      record_checks.FeatureRule(
+          "segment_ids", shape, low=0, high=type_vocab_size, length_from=length_from,
+          bound=(f"type_vocab_size {type_vocab_size} of the model config" if type_vocab_size
+                 else "")),
+      label,
+      # The official readers default a missing is_real_example to 1.
+      record_checks.FeatureRule("is_real_example", (), low=0, high=2, default=1),
+  ]
+
+
+def _features_and_labels(parsed, is_regression):
+  """Checked records (int64 / float32) -> (features, labels) with int32 ids, as the tasks
+  consume them: labels are label_ids (int32, or float32 for regression) and is_real_example
+  (float32)."""
+  features = {name: tf.cast(parsed[name], tf.int32)
+              for name in ("input_ids", "input_mask", "segment_ids")}
   label = parsed["label_ids"]
   labels = {"label_ids": label if is_regression else tf.cast(label, tf.int32),
             "is_real_example": tf.cast(parsed["is_real_example"], tf.float32)}
@@ -167,7 +223,11 @@ def decode_record(record, seq_length, num_choices=None, is_regression=False):
 def check_record_length(path, seq_length, num_choices=None):
   """Raises AlbertError if the first record of `path` was written for another sequence length."""
   for raw in tf.data.TFRecordDataset(path).take(1):
-    example = tf.train.Example.FromString(raw.numpy())
+    try:
+      example = tf.train.Example.FromString(raw.numpy())
+    except protobuf_message.DecodeError:
+      raise AlbertError(f"{path}: record 0 is not a tf.train.Example (not a features file?); "
+                        "delete the cached file to rebuild it") from None
     found = len(example.features.feature["input_ids"].int64_list.value)
     expected = seq_length * (num_choices or 1)
     if found != expected:
@@ -176,19 +236,30 @@ def check_record_length(path, seq_length, num_choices=None):
 
 
 def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regression=False,
-                 input_context=None, shuffle_buffer=100, seed=None):
+                 input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
+                 type_vocab_size=None, num_labels=None):
   """tf.data pipeline over a features TFRecord, following the Task conventions.
 
   mode "train": repeated, shuffled (buffer 100 as the official), full batches only.
   mode "eval"/"predict": one pass, in order, final partial batch kept.
+  Every record is checked against `feature_rules(...)` (vocab_size, type_vocab_size and
+  num_labels bound the ids and labels); a bad one fails iteration with an InvalidArgumentError
+  that `record_checks.explain_input_error` turns into a one-line AlbertError.
+  Yields (features, labels): input_ids / input_mask / segment_ids int32 [batch, seq_length]
+  (or [batch, num_choices, seq_length]); label_ids int32 (float32 for regression) and
+  is_real_example float32, [batch].
   """
-  dataset = tf.data.TFRecordDataset(path)
+  rules = feature_rules(seq_length, num_choices, is_regression, vocab_size, type_vocab_size,
+                        num_labels)
+  dataset = record_checks.tagged_records(path)
   if input_context and input_context.num_input_pipelines > 1 and mode == "train":
     dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if mode == "train":
     dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
-  dataset = dataset.map(
-      lambda r: decode_record(r, seq_length, num_choices, is_regression),
-      num_parallel_calls=tf.data.AUTOTUNE)
+  # Batched first: parsing and checking a batch at once is much cheaper than record by record.
   dataset = dataset.batch(batch_size, drop_remainder=(mode == "train"))
+  dataset = dataset.map(
+      lambda batch: _features_and_labels(record_checks.parse_checked_batch(batch, rules),
+                                         is_regression),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)

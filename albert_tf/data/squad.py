@@ -14,6 +14,11 @@ Feature files: the official TFRecord names (unique_ids, input_ids, input_mask, s
 and for training start_positions, end_positions, is_impossible), and for prediction the
 "left" file of what the model does not see (token -> character maps, max-context flags), which
 `squad_postprocess` needs. Both are cached: a second run with the same files skips conversion.
+A cached TFRecord is reused only while it is the file that was written (size and sha1, kept in
+`<train file>.settings.json` / the left file; files of the official code: whole TFRecords and,
+for prediction, as many records as the left file has features); else it is rebuilt, with a
+note. Every record read is checked (lengths, ids < vocab_size, segment ids < type_vocab_size,
+positions < max_seq_length), see `albert_tf.data.record_checks`.
 """
 
 import dataclasses
@@ -24,9 +29,11 @@ import time
 from typing import Dict, List
 
 from absl import logging
+from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
 from albert_tf import fileio
+from albert_tf.data import record_checks
 from albert_tf.errors import AlbertError
 
 # The official first unique id.
@@ -403,6 +410,28 @@ def feature_spec(seq_length, is_training):
   return spec
 
 
+def feature_rules(seq_length, is_training, vocab_size=None, type_vocab_size=None):
+  """What every feature record must hold (`record_checks.FeatureRule` per feature of
+  `feature_spec`); vocab_size / type_vocab_size None leave those ids unbounded."""
+  seq, flag = (seq_length,), "--max_seq_length"
+  rule = record_checks.FeatureRule
+  rules = [
+      rule("unique_ids", ()),
+      rule("input_ids", seq, low=0, high=vocab_size, length_from=flag,
+           bound=f"vocab_size {vocab_size} of the model config" if vocab_size else ""),
+      rule("input_mask", seq, low=0, high=2, length_from=flag),
+      rule("segment_ids", seq, low=0, high=type_vocab_size, length_from=flag,
+           bound=(f"type_vocab_size {type_vocab_size} of the model config" if type_vocab_size
+                  else "")),
+      rule("p_mask", seq, low=0, high=2, length_from=flag),
+  ]
+  if is_training:
+    rules += [rule(name, (), low=0, high=seq_length, bound=f"{flag}={seq_length}")
+              for name in ("start_positions", "end_positions")]
+    rules.append(rule("is_impossible", (), low=0, high=2))
+  return rules
+
+
 def check_feature_file(path, seq_length, is_training, flag):
   """Raises AlbertError unless `path`'s first record has the official features at seq_length."""
   try:
@@ -411,7 +440,11 @@ def check_feature_file(path, seq_length, is_training, flag):
     raise AlbertError(f"--{flag} {path} is not a readable TFRecord file (delete it to rebuild)")
   if record is None:
     raise AlbertError(f"--{flag} {path} is empty (delete it to rebuild)")
-  example = tf.train.Example.FromString(record.numpy())
+  try:
+    example = tf.train.Example.FromString(record.numpy())
+  except protobuf_message.DecodeError:
+    raise AlbertError(f"--{flag} {path}: record 0 is not a tf.train.Example (not a SQuAD "
+                      "feature file?)") from None
   names = example.features.feature
   for name in feature_spec(seq_length, is_training):
     if name not in names:
@@ -424,11 +457,14 @@ def check_feature_file(path, seq_length, is_training, flag):
 
 
 def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_remainder,
-                    input_context=None, shuffle_buffer=100, seed=None):
+                    input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
+                    type_vocab_size=None):
   """tf.data.Dataset of official SQuAD features (int32) from TFRecord file(s).
 
   Training repeats and shuffles (buffer 100, as the official); prediction reads once in order.
-  Yields dicts with every feature in `feature_spec`.
+  Yields dicts with every feature in `feature_spec`. Every record is checked against
+  `feature_rules` (vocab_size / type_vocab_size: the model's); a bad one fails iteration with an
+  InvalidArgumentError that `record_checks.explain_input_error` turns into one line.
   """
   files = tf.io.gfile.glob(file_pattern)
   if not files:
@@ -437,19 +473,21 @@ def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_rema
   pipelines = input_context.num_input_pipelines if input_context is not None else 1
   if pipelines > 1 and len(files) >= pipelines:
     dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
-  dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=1)
+  dataset = dataset.interleave(record_checks.tagged_records, cycle_length=1)
   if pipelines > 1 and len(files) < pipelines:  # one file (the usual case): shard its records
     dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
   if is_training:
     dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
-  spec = feature_spec(seq_length, is_training)
+  rules = feature_rules(seq_length, is_training, vocab_size, type_vocab_size)
 
-  def decode(record):
-    parsed = tf.io.parse_single_example(record, spec)
+  def decode(batch):
+    parsed = record_checks.parse_checked_batch(batch, rules)
     return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 
-  dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-  return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+  # Batched first: parsing and checking a batch at once is much cheaper than record by record.
+  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+  return dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
 # ----------------------------------------------------------------------------- "left" features
@@ -477,18 +515,28 @@ def examples_fingerprint(examples):
   return f"{len(examples)}:{digest.hexdigest()}"
 
 
-def save_features_left(features, path, settings, examples):
-  """Writes the prediction features' post-processing data (JSON, temp name then rename)."""
+def save_features_left(features, path, settings, examples, feature_file_identity=None):
+  """Writes the prediction features' post-processing data (JSON, temp name then rename).
+
+  feature_file_identity: `record_checks.file_identity` of the feature TFRecord written with
+  them, so that a later run reuses that TFRecord only while it is unchanged.
+  """
   fileio.write_json(path, {
       "format": _LEFT_FILE_FORMAT,
       "settings": settings,
       "examples": examples_fingerprint(examples),
+      "feature_file": feature_file_identity,
       "features": [dataclasses.asdict(f) for f in features],
   })
 
 
 def load_features_left(path, settings, examples):
   """Reads a left file; AlbertError if it is not ours or was built with other settings."""
+  return _features_from_left(_read_features_left(path, settings, examples))
+
+
+def _read_features_left(path, settings, examples):
+  """The left file's JSON payload, checked against the settings and questions."""
   flag = "--predict_feature_left_file"
   try:
     payload = fileio.read_json(path)
@@ -503,6 +551,10 @@ def load_features_left(path, settings, examples):
   if payload["examples"] != examples_fingerprint(examples):
     raise AlbertError(f"{flag} {path} was built from other questions than the predict file "
                       "(ids, questions or passages differ); delete it to rebuild")
+  return payload
+
+
+def _features_from_left(payload):
   features = []
   for item in payload["features"]:
     item["token_is_max_context"] = {int(k): v for k, v in item["token_is_max_context"].items()}
@@ -512,23 +564,32 @@ def load_features_left(path, settings, examples):
 
 def prepare_predict_features(examples, tokenizer, settings, predict_feature_file,
                              predict_feature_left_file):
-  """The cached prediction features: loaded when both files exist, else built and written.
+  """The cached prediction features: loaded when both files exist and the TFRecord is the one
+  written with the left file (else both are rebuilt, with a note), else built and written.
 
   Returns the list of SquadFeature (for post-processing); the TFRecord is at predict_feature_file.
   """
   if (tf.io.gfile.exists(predict_feature_file) and
       tf.io.gfile.exists(predict_feature_left_file)):
     logging.info("Loading cached prediction features from %s", predict_feature_left_file)
-    features = load_features_left(predict_feature_left_file, settings, examples)
-    check_feature_file(predict_feature_file, settings["max_seq_length"], False,
-                       "predict_feature_file")
-    return features
+    payload = _read_features_left(predict_feature_left_file, settings, examples)
+    features = _features_from_left(payload)
+    problem = record_checks.cached_file_problem(
+        predict_feature_file, payload.get("feature_file"), expected_count=len(features),
+        counted="features")
+    if problem is None:
+      check_feature_file(predict_feature_file, settings["max_seq_length"], False,
+                         "predict_feature_file")
+      return features
+    logging.warning("%s; rebuilding it and %s from --predict_file", problem,
+                    predict_feature_left_file)
   features = write_features(
       convert_examples_to_features(
           examples, tokenizer, settings["max_seq_length"], settings["doc_stride"],
           settings["max_query_length"], is_training=False),
       predict_feature_file, is_training=False, keep=True)
-  save_features_left(features, predict_feature_left_file, settings, examples)
+  save_features_left(features, predict_feature_left_file, settings, examples,
+                     record_checks.file_identity(predict_feature_file))
   return features
 
 
@@ -536,29 +597,49 @@ def _settings_path(feature_file):
   return feature_file + ".settings.json"
 
 
+def _read_sidecar(path):
+  """The JSON of a feature file's sidecar; None if there is none or it is unreadable (then it
+  vouches for nothing and the file is checked as one of the official code's)."""
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    return fileio.read_json(path)
+  except (ValueError, UnicodeDecodeError):
+    logging.warning("%s: unreadable sidecar, ignored", path)
+    return None
+
+
 def prepare_train_features(examples, tokenizer, settings, train_feature_file):
   """Writes the training TFRecord unless it exists (then checks it). Returns the file path.
 
-  Next to a file we write goes `<file>.settings.json`; a reused file with such a record must
-  match the current settings (files from the official tool have none: only their sequence
-  length is checked).
+  Next to a file we write goes `<file>.settings.json`: the settings, the number of features and
+  the file's size and sha1. A reused file with such a record must match the current settings
+  (else AlbertError: an explicit file is not overwritten for that) and be the file written (else
+  it is rebuilt from --train_file, with a note). Files from the official tool have none: they
+  must be whole TFRecords with the right sequence length.
   """
   settings_path = _settings_path(train_feature_file)
   if tf.io.gfile.exists(train_feature_file):
     logging.info("Using cached training features %s", train_feature_file)
-    check_feature_file(train_feature_file, settings["max_seq_length"], True,
-                       "train_feature_file")
-    if tf.io.gfile.exists(settings_path):
-      cached = fileio.read_json(settings_path)
-      if cached != settings:
-        raise AlbertError(f"--train_feature_file {train_feature_file} was built with {cached}, "
-                          f"now {settings}; delete it to rebuild")
-    return train_feature_file
+    sidecar = _read_sidecar(settings_path)
+    # Older sidecars hold the settings alone.
+    recorded = sidecar.get("settings", sidecar) if isinstance(sidecar, dict) else None
+    if sidecar is not None and recorded != settings:
+      raise AlbertError(f"--train_feature_file {train_feature_file} was built with {recorded}, "
+                        f"now {settings}; delete it to rebuild")
+    identity = sidecar if isinstance(sidecar, dict) and "settings" in sidecar else None
+    problem = record_checks.cached_file_problem(train_feature_file, identity)
+    if problem is None:
+      check_feature_file(train_feature_file, settings["max_seq_length"], True,
+                         "train_feature_file")
+      return train_feature_file
+    logging.warning("%s; rebuilding it from --train_file", problem)
   num = write_features(
       convert_examples_to_features(
           examples, tokenizer, settings["max_seq_length"], settings["doc_stride"],
           settings["max_query_length"], is_training=True),
       train_feature_file, is_training=True)
-  fileio.write_json(settings_path, settings)
+  fileio.write_json(settings_path, {"settings": settings, "num_features": num,
+                                    **record_checks.file_identity(train_feature_file)})
   logging.info("Wrote %d training features to %s", num, train_feature_file)
   return train_feature_file

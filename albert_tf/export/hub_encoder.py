@@ -7,6 +7,10 @@ Signatures (inputs int32 [batch, seq_len] input_ids, input_mask, segment_ids):
                      -> + mlm_logits [batch, num_positions, vocab]
   tokenization_info  -> vocab_file (the SentencePiece model asset path), do_lower_case
   serving_default    =  tokens
+Every signature checks its inputs first (`albert_tf.export.input_checks`): one shape for the
+three, ids in the vocabulary, segment ids below type_vocab_size, input_mask 0 or 1, seq_len at
+most max_position_embeddings, mlm_positions [batch, num_positions] within [0, seq_len); anything
+else is an InvalidArgumentError naming the input.
 Assets: the SentencePiece model (30k-clean.model, + 30k-clean.vocab when present next to it)
 and albert_config.json. Only core TensorFlow ops: loads without tensorflow-text or albert_tf.
 """
@@ -16,6 +20,7 @@ import shutil
 
 import tensorflow as tf
 
+from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
 
@@ -31,14 +36,17 @@ class HubEncoderModule(tf.Module):
     # into the SavedModel); the model is called through a closure.
     self.model_variables = list(pretrainer.variables)
     self._run_model = lambda inputs: pretrainer(inputs, training=False)
+    self._config = pretrainer.config
     self.vocab_file = spm_asset
     self.do_lower_case = tf.constant(bool(do_lower_case))
 
   def _encode(self, input_ids, input_mask, segment_ids, positions=None):
     inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    checks = input_checks.token_input_checks(inputs, self._config)
     if positions is not None:
+      checks += input_checks.position_checks("mlm_positions", positions, input_ids)
       inputs["masked_lm_positions"] = positions
-    outputs = self._run_model(inputs)
+    outputs = self._run_model(input_checks.after_checks(inputs, checks))
     return outputs, {"sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
                      "pooled_output": tf.cast(outputs["pooled_output"], tf.float32)}
 

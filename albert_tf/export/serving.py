@@ -5,7 +5,11 @@ signatures.
   token_ids        input_ids / input_mask / segment_ids int32 [batch, seq_len]; core TF ops only.
   tf_example       serialized tf.Example (the official feature records); core TF ops only.
 
-Every signature first drops the trailing positions that are padding in the whole batch
+Every signature first checks its inputs (`albert_tf.export.input_checks`): one shape for all
+token inputs, ids inside the vocabulary, segment ids below type_vocab_size, masks 0 or 1, a
+sequence no longer than max_position_embeddings, tf.Example records of max_seq_length values,
+text inputs of one batch size. Anything else is an InvalidArgumentError naming the input, never
+an answer. It then drops the trailing positions that are padding in the whole batch
 (`trim_padding`): same outputs, much less work for short inputs.
 
 Loading a SavedModel registers every function in it, so a process without tensorflow-text cannot
@@ -26,6 +30,7 @@ import shutil
 
 import tensorflow as tf
 
+from albert_tf.export import input_checks
 from albert_tf.export.saved_model_writer import write_new_version
 from albert_tf.fileio import file_sha1
 from albert_tf.text import packing
@@ -36,6 +41,19 @@ SPM_ASSET_NAME = "30k-clean.model"
 
 def _id_spec(shape):
   return tf.TensorSpec(shape, tf.int32)
+
+
+def _parse_examples(examples, length, what):
+  """Serialized tf.Examples -> {name: int64 [batch, length]} of the token features.
+
+  Parsed as ragged rows and checked, so that a record of another length (or without a feature)
+  is reported by record and feature, not as a parser failure.
+  """
+  spec = {name: tf.io.RaggedFeature(tf.int64) for name in input_checks.TOKEN_INPUTS}
+  parsed = tf.io.parse_example(examples, spec)
+  values = input_checks.after_checks({name: ragged.flat_values for name, ragged in parsed.items()},
+                                     input_checks.record_length_checks(parsed, length, what))
+  return {name: tf.reshape(flat, [-1, length]) for name, flat in values.items()}
 
 
 def trim_padding(features):
@@ -55,9 +73,12 @@ def trim_padding(features):
 
 
 class _ServingBase(tf.Module):
-  """Holds the model and the label names; subclasses define the signatures."""
+  """Holds the model and the label names; subclasses define the signatures.
 
-  def __init__(self, model, label_names, name=None, threshold=None):
+  num_choices: the fixed middle dimension of multiple-choice inputs [batch, choices, seq_len].
+  """
+
+  def __init__(self, model, label_names, name=None, threshold=None, num_choices=None):
     super().__init__(name=name)
     # Track the weights, not the Keras model: saving a Keras model also traces and stores every
     # layer's call functions (slow, and unused by serving). The model is reached via a closure.
@@ -66,8 +87,16 @@ class _ServingBase(tf.Module):
     self._is_regression = bool(getattr(model, "is_regression", False))
     self._label_names = tf.constant(list(label_names) if label_names else [""], tf.string)
     self._threshold = None if threshold is None else float(threshold)
+    self._config = model.config
+    self._num_choices = num_choices
+
+  def _checked(self, features):
+    """`features` gated on the token-input checks (any int dtype: tf.Example values are int64
+    and are checked before their cast to int32)."""
+    return input_checks.check_token_inputs(features, self._config, self._num_choices)
 
   def _classify(self, features):
+    """The outputs for checked int32 features."""
     outputs = self._run_model(trim_padding(features))
     probabilities = tf.cast(outputs["probabilities"], tf.float32)
     if self._is_regression:
@@ -99,18 +128,16 @@ class ClassifierServing(_ServingBase):
   def token_ids_fn(self):
     @tf.function(input_signature=[_id_spec([None, None])] * 3)
     def token_ids(input_ids, input_mask, segment_ids):
-      return self._classify({"input_ids": input_ids, "input_mask": input_mask,
-                             "segment_ids": segment_ids})
+      return self._classify(self._checked({"input_ids": input_ids, "input_mask": input_mask,
+                                           "segment_ids": segment_ids}))
     return token_ids
 
   def tf_example_fn(self):
-    spec = {name: tf.io.FixedLenFeature([self.max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
-
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def tf_example(examples):
-      parsed = tf.io.parse_example(examples, spec)
-      return self._classify({k: tf.cast(v, tf.int32) for k, v in parsed.items()})
+      parsed = _parse_examples(examples, self.max_seq_length, "max_seq_length")
+      checked = self._checked(parsed)
+      return self._classify({k: tf.cast(v, tf.int32) for k, v in checked.items()})
     return tf_example
 
   def raw_text_fn(self):
@@ -119,15 +146,21 @@ class ClassifierServing(_ServingBase):
       @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                     tf.TensorSpec([None], tf.string, name="text_b")])
       def raw_text(text_a, text_b):
-        ids_a, ids_b = tokenizer.tokenize(text_a), tokenizer.tokenize(text_b)
+        texts = input_checks.after_checks({"text_a": text_a, "text_b": text_b}, [
+            input_checks.layout_check("text_a", text_a, ("batch",)),
+            input_checks.same_shape_check("text_b", text_b, "text_a", text_a, rank=1)])
+        ids_a, ids_b = tokenizer.tokenize(texts["text_a"]), tokenizer.tokenize(texts["text_b"])
         pair, single = tokenizer.pack(ids_a, ids_b), tokenizer.pack(ids_a)
         # As the official conversion: a text_b without tokens means a single-sentence input.
         no_b = tf.expand_dims(ids_b.row_lengths() == 0, 1)
-        return self._classify({k: tf.where(no_b, single[k], pair[k]) for k in pair})
+        return self._classify(self._checked({k: tf.where(no_b, single[k], pair[k])
+                                             for k in pair}))
     else:
       @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a")])
       def raw_text(text_a):
-        return self._classify(tokenizer(text_a))
+        text_a = input_checks.after_checks(
+            {"text_a": text_a}, [input_checks.layout_check("text_a", text_a, ("batch",))])
+        return self._classify(self._checked(tokenizer(text_a["text_a"])))
     return raw_text
 
 
@@ -136,7 +169,7 @@ class MultipleChoiceServing(_ServingBase):
 
   def __init__(self, model, max_seq_length, max_qa_length, num_choices=4, text_tokenizer=None,
                label_names=("A", "B", "C", "D")):
-    super().__init__(model, label_names)
+    super().__init__(model, label_names, num_choices=num_choices)
     self.max_seq_length = max_seq_length
     self.max_qa_length = max_qa_length
     self.num_choices = num_choices
@@ -145,21 +178,19 @@ class MultipleChoiceServing(_ServingBase):
   def token_ids_fn(self):
     @tf.function(input_signature=[_id_spec([None, self.num_choices, None])] * 3)
     def token_ids(input_ids, input_mask, segment_ids):
-      return self._classify({"input_ids": input_ids, "input_mask": input_mask,
-                             "segment_ids": segment_ids})
+      return self._classify(self._checked({"input_ids": input_ids, "input_mask": input_mask,
+                                           "segment_ids": segment_ids}))
     return token_ids
 
   def tf_example_fn(self):
-    total = self.num_choices * self.max_seq_length
-    spec = {name: tf.io.FixedLenFeature([total], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    shape = [-1, self.num_choices, self.max_seq_length]
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def tf_example(examples):
-      parsed = tf.io.parse_example(examples, spec)
-      return self._classify({
-          k: tf.reshape(tf.cast(v, tf.int32), [-1, self.num_choices, self.max_seq_length])
-          for k, v in parsed.items()})
+      parsed = _parse_examples(examples, self.num_choices * self.max_seq_length,
+                               f"{self.num_choices} choices x max_seq_length")
+      checked = self._checked({k: tf.reshape(v, shape) for k, v in parsed.items()})
+      return self._classify({k: tf.cast(v, tf.int32) for k, v in checked.items()})
     return tf_example
 
   def raw_text_fn(self):
@@ -171,6 +202,13 @@ class MultipleChoiceServing(_ServingBase):
         tf.TensorSpec([None], tf.string, name="question"),
         tf.TensorSpec([None, num_choices], tf.string, name="options")])
     def raw_text(article, question, options):
+      texts = input_checks.after_checks(
+          {"article": article, "question": question, "options": options}, [
+              input_checks.layout_check("article", article, ("batch",)),
+              input_checks.same_shape_check("question", question, "article", article, rank=1),
+              input_checks.layout_check("options", options, ("batch", num_choices)),
+              input_checks.batch_check("options", options, "article", article)])
+      article, question, options = texts["article"], texts["question"], texts["options"]
       # "question + option", or the option filling the question's "_" blank (official rule).
       questions = tf.repeat(question, num_choices)
       flat_options = tf.reshape(options, [-1])
@@ -182,8 +220,8 @@ class MultipleChoiceServing(_ServingBase):
       packed = packing.pack_choice(tokenizer.tokenize(contexts),
                                    tokenizer.tokenize(endings), self.max_seq_length,
                                    self.max_qa_length, tokenizer.cls_id, tokenizer.sep_id)
-      return self._classify({k: tf.reshape(v, [-1, num_choices, self.max_seq_length])
-                             for k, v in packed.items()})
+      return self._classify(self._checked({
+          k: tf.reshape(v, [-1, num_choices, self.max_seq_length]) for k, v in packed.items()}))
     return raw_text
 
 

@@ -5,6 +5,7 @@ import os
 import tensorflow as tf
 
 from albert_tf import fileio
+from albert_tf.export import input_checks
 from albert_tf.export import saved_model_writer
 from albert_tf.export.precision import serving_copy
 
@@ -15,6 +16,9 @@ class SquadServing(tf.Module):
   serving_default: input_ids, input_mask, segment_ids (v2.0 also p_mask) int32
   [batch, max_seq_length] -> the model's outputs (v1.1 start_logits / end_logits; v2.0 the beam
   outputs and cls_logits). Pre- and post-processing (windows, n-best) stay outside the graph.
+  The inputs are checked first (`albert_tf.export.input_checks`): all [batch, max_seq_length],
+  ids in the vocabulary, segment ids below type_vocab_size, input_mask and p_mask 0 or 1;
+  anything else is an InvalidArgumentError naming the input.
   """
 
   def __init__(self, model, max_seq_length):
@@ -28,7 +32,9 @@ class SquadServing(tf.Module):
     specs = [tf.TensorSpec([None, max_seq_length], tf.int32, name=n) for n in names]
 
     def serve(*tensors):
-      return model(dict(zip(names, tensors)), training=False)
+      features = input_checks.check_token_inputs(dict(zip(names, tensors)), model.config,
+                                                 seq_length=max_seq_length)
+      return model(features, training=False)
 
     self.serve = tf.function(serve, input_signature=specs)
 

@@ -14,6 +14,22 @@ and the model's outputs, as its SavedModel gives them:
 Only TFLite builtin ops are used, so the plain interpreter (`ai_edge_litert`) runs the file.
 quantize="dynamic" stores the weights as int8 (dynamic-range quantization: about 4x smaller;
 activations stay float). The model is converted at float32 whatever precision trained it.
+
+Bad inputs (what the LiteRT interpreter does; TFLite has no assert op and the converter drops
+tf.debugging asserts, so the SavedModel's in-graph checks cannot come along):
+  * an id outside [0, vocab_size) or a segment id outside [0, type_vocab_size): the embedding
+    GATHER is bounds-checked ("gather index out of bounds ... (GATHER) failed to invoke").
+  * an input_mask or p_mask value other than 0 or 1: the masks are looked up in the table
+    [0, 1] first (`only_zero_or_one`), so it is the same GATHER error. Without it the model
+    answers: a mask of 2 turns the attention bias (1 - mask) * -10000 into +10000.
+  * another shape: the signature runner resizes the input tensors to what it is given, and
+    preparing the fixed-shape graph then fails (RESHAPE "num_input_elements !=
+    num_output_elements", ADD "not broadcastable", or "XNNPack delegate failed to reshape"): a
+    different batch, seq_len or choice count, or one input differing from the others.
+    What runs is an input of the right number of values in another layout with the same
+    order ([24] for [1, 24], [4, 1, 24] for [1, 4, 24]): read as the fixed shape, same answer.
+All are RuntimeErrors naming the failing node, not the input: an app should check its inputs
+before calling (the same shapes and ranges as the SavedModel's signatures check).
 """
 
 import os
@@ -26,6 +42,7 @@ from albert_tf.export.precision import serving_copy
 
 QUANTIZE_MODES = ("none", "dynamic")
 _TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
+_MASK_INPUTS = ("input_mask", "p_mask")
 
 
 def input_names(model):
@@ -56,6 +73,15 @@ def _check_model(model, max_seq_length):
                       f"expected an integer in [1, {limit}] (max_position_embeddings)")
 
 
+def only_zero_or_one(mask):
+  """`mask` looked up in the table [0, 1]: the same values, and for any other value an error.
+
+  The interpreter's GATHER is bounds-checked, so a mask value of 2 (or -1) fails the call
+  instead of changing the answer; TFLite has no assert op to say so in words.
+  """
+  return tf.gather(tf.constant([0, 1], mask.dtype), mask)
+
+
 def tflite_bytes(model, max_seq_length, quantize="none"):
   """The .tflite flatbuffer of `model` (see the module docstring)."""
   if quantize not in QUANTIZE_MODES:
@@ -67,7 +93,9 @@ def tflite_bytes(model, max_seq_length, quantize="none"):
   specs = [tf.TensorSpec(input_shape(model, max_seq_length), tf.int32, name=n) for n in names]
 
   def run(*tensors):
-    outputs = model(dict(zip(names, tensors)), training=False)
+    inputs = {name: only_zero_or_one(value) if name in _MASK_INPUTS else value
+              for name, value in zip(names, tensors)}
+    outputs = model(inputs, training=False)
     return {k: tf.identity(v, name=k) for k, v in outputs.items()}
 
   # tf.function needs named parameters to name the signature's inputs.

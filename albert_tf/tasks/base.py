@@ -53,6 +53,11 @@ class Task(abc.ABC):
       input_context: tf.distribute.InputContext or None; shard files per input pipeline with it.
     """
 
+  def input_files(self, mode):
+    """The record files `build_inputs(mode)` reads, in order (for naming a broken file when the
+    input pipeline fails mid-run); [] when the task cannot say."""
+    return []
+
   def num_train_examples(self):
     """How many training examples one epoch holds (for --num_train_epochs), if the task knows."""
     raise NotImplementedError(f"{self.name} cannot count its training examples; give the number "

@@ -118,14 +118,28 @@ class SentenceTaskData:
             "vocab_file": fileio.file_fingerprint(self.vocab_file),
             "mode": mode, **self.settings(mode)}
 
-  def features_file(self, mode):
-    """Builds (or reuses) the features TFRecord for `mode`; returns its path."""
+  def features_path(self, mode):
+    """Where the features TFRecord of `mode` is (or will be) cached."""
     suffix = {"train": "train", "eval": "eval", "predict": "predict"}[mode]
-    path = self.explicit_files.get(mode) or os.path.join(
+    return self.explicit_files.get(mode) or os.path.join(
         self.cached_dir, f"{self.cache_name}_{suffix}.tf_record")
+
+  def input_files(self, mode):
+    return [self.features_path(mode)]
+
+  def features_file(self, mode):
+    """Builds (or reuses, once checked) the features TFRecord for `mode`; returns its path."""
     return classifier_features.cached_features(
-        path, self.cache_settings(mode),
-        lambda: (self.convert(example) for example in self.examples(mode)))
+        self.features_path(mode), self.cache_settings(mode),
+        lambda: (self.convert(example) for example in self.examples(mode)),
+        count_examples=lambda: len(self.examples(mode)))
+
+  def record_bounds(self):
+    """What bounds the records' ids and labels: the model's vocabulary and segment types, the
+    task's classes (for `classifier_features.make_dataset`)."""
+    return {"vocab_size": self.albert_config.vocab_size,
+            "type_vocab_size": self.albert_config.type_vocab_size,
+            "num_labels": len(self.label_list) or None}
 
   def initialize(self, model):
     if self.init_checkpoint:

@@ -57,6 +57,17 @@ def sentence_order_example_loss(sop_logits, labels):
   return -tf.gather(log_probs, labels, axis=-1, batch_dims=1)
 
 
+def features_and_labels(batch):
+  """A batch of decoded records -> (features, labels), as the pretrainer and its loss take them."""
+  features = {k: batch[k] for k in FEATURE_KEYS}
+  labels = {
+      "masked_lm_ids": batch["masked_lm_ids"],
+      "masked_lm_weights": batch["masked_lm_weights"],
+      "next_sentence_labels": tf.reshape(batch["next_sentence_labels"], [-1]),
+  }
+  return features, labels
+
+
 class PretrainingTask(Task):
   """ALBERT pretraining on official TFRecords.
 
@@ -83,14 +94,22 @@ class PretrainingTask(Task):
       checkpoints.init_from_checkpoint(model, self.params.init_checkpoint,
                                        init_from_group0=self.params.init_from_group0)
 
+  def _input_patterns(self, mode):
+    if mode != "train" and self.params.eval_input_file:
+      return self.params.eval_input_file
+    return self.params.input_file
+
+  def input_files(self, mode):
+    return pretraining_dataset.expand_input_patterns(self._input_patterns(mode))
+
   def build_inputs(self, mode, batch_size, input_context=None):
     is_training = mode == "train"
-    files = self.params.input_file
-    if not is_training and self.params.eval_input_file:
-      files = self.params.eval_input_file
+    config = self.params.albert_config
     ds = pretraining_dataset.pretraining_dataset(
-        files, self.params.max_seq_length, self.params.max_predictions_per_seq, batch_size,
-        is_training=is_training, input_context=input_context, seed=self.params.shuffle_seed)
+        self._input_patterns(mode), self.params.max_seq_length,
+        self.params.max_predictions_per_seq, batch_size, is_training=is_training,
+        input_context=input_context, seed=self.params.shuffle_seed,
+        vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
     if self.params.masked_lm_budget > 0:
       from albert_tf.data.pretraining import online_masking  # pylint: disable=g-import-not-at-top
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
@@ -98,17 +117,7 @@ class PretrainingTask(Task):
           ds, self.params.masked_lm_budget, self.params.max_predictions_per_seq,
           self.params.albert_config.vocab_size,
           seed=self.params.shuffle_seed if is_training else 0)
-
-    def split(record):
-      features = {k: record[k] for k in FEATURE_KEYS}
-      labels = {
-          "masked_lm_ids": record["masked_lm_ids"],
-          "masked_lm_weights": record["masked_lm_weights"],
-          "next_sentence_labels": tf.reshape(record["next_sentence_labels"], [-1]),
-      }
-      return features, labels
-
-    return ds.map(split)
+    return ds.map(features_and_labels)
 
   def build_losses(self, labels, outputs, global_batch_size):
     weights = labels["masked_lm_weights"]

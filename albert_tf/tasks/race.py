@@ -89,7 +89,7 @@ class RaceTask(SentenceTaskData, Task):
     classifier_features.check_record_length(path, self.max_seq_length, self.num_choices)
     dataset = classifier_features.make_dataset(
         path, self.max_seq_length, mode, batch_size, num_choices=self.num_choices,
-        input_context=input_context)
+        input_context=input_context, **self.record_bounds())
     if mode == "train":
       return dataset
     # Eval/predict: attach each example's level (0 middle, 1 high) for the per-level accuracy.

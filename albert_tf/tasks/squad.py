@@ -241,6 +241,16 @@ class SquadTask(Task):
       self._predict_data = (examples, features)
     return self._predict_data
 
+  def input_files(self, mode):
+    pattern = (self.params.train_feature_file if mode == "train"
+               else self.params.predict_feature_file)
+    return sorted(tf.io.gfile.glob(pattern)) if pattern else []
+
+  def _record_bounds(self):
+    """The model's vocabulary and segment types, which bound the records' ids."""
+    return {"vocab_size": self.albert_config.vocab_size,
+            "type_vocab_size": self.albert_config.type_vocab_size}
+
   def build_inputs(self, mode, batch_size, input_context=None):
     p = self.params
     if mode == "train":
@@ -250,7 +260,7 @@ class SquadTask(Task):
       dataset = squad.feature_dataset(
           p.train_feature_file, self.max_seq_length, is_training=True,
           batch_size=batch_size, drop_remainder=True, input_context=input_context,
-          seed=p.shuffle_seed)
+          seed=p.shuffle_seed, **self._record_bounds())
       v2 = self.version_2_with_negative
 
       def split(record):
@@ -264,7 +274,8 @@ class SquadTask(Task):
     self.predict_data()
     dataset = squad.feature_dataset(
         p.predict_feature_file, self.max_seq_length, is_training=False,
-        batch_size=batch_size, drop_remainder=False, input_context=input_context)
+        batch_size=batch_size, drop_remainder=False, input_context=input_context,
+        **self._record_bounds())
     return dataset.map(lambda record: (record, {}))
 
   # ------------------------------------------------------------------ loss

@@ -13,24 +13,22 @@ What it leaves in `output_dir`, as the official scripts do:
 """
 
 import dataclasses
-import glob
 import os
-import re
 import time
 from typing import Optional
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from albert_tf import fileio
 from albert_tf.errors import AlbertError
+from albert_tf.training import checkpointing
+from albert_tf.training import output_lock
+from albert_tf.training import preemption
 from albert_tf.training import runtime as runtime_lib
 
-BEST_CHECKPOINT = "model.ckpt-best"
 TFLITE_FILE = "albert_model.tflite"
 OPTIMIZERS = ("adamw", "lamb")
-_CKPT_STEP = re.compile(r"-(\d+)$")
 
 
 @dataclasses.dataclass
@@ -90,58 +88,6 @@ class RunConfig:
                         f"{', '.join(OPTIMIZERS)}")
 
 
-# ------------------------------------------------------------------------ checkpoints on disk
-def list_checkpoints(output_dir):
-  """[(step, prefix)] of every checkpoint in output_dir, by step (the suffix `-N`)."""
-  found = {}
-  for index_file in glob.glob(os.path.join(output_dir, "*.index")):
-    prefix = index_file[:-len(".index")]
-    match = _CKPT_STEP.search(os.path.basename(prefix))
-    if match:
-      found[int(match.group(1))] = prefix
-  return sorted(found.items())
-
-
-def checkpoints_to_evaluate(output_dir):
-  """[(step, prefix)]: every numbered checkpoint, or else an official run's lone model.ckpt-best.
-
-  (The official scripts delete the checkpoints that lost, so a finished official output_dir may
-  hold only `model.ckpt-best`.)
-  """
-  checkpoints = list_checkpoints(output_dir)
-  best = os.path.join(output_dir, BEST_CHECKPOINT)
-  if not checkpoints and tf.io.gfile.exists(best + ".index"):
-    from albert_tf.checkpoints.init import checkpoint_global_step  # pylint: disable=g-import-not-at-top
-    checkpoints = [(checkpoint_global_step(best) or 0, best)]
-  return checkpoints
-
-
-def best_or_latest_checkpoint(output_dir):
-  """`model.ckpt-best` (ours or the official scripts'), else the latest checkpoint, else None."""
-  best = os.path.join(output_dir, BEST_CHECKPOINT)
-  if tf.io.gfile.exists(best + ".index"):
-    return best
-  checkpoints = list_checkpoints(output_dir)
-  return checkpoints[-1][1] if checkpoints else None
-
-
-def write_best_checkpoint(model, best_path, output_dir, best_step):
-  """Writes `<output_dir>/model.ckpt-best` in the official TF1 layout, as the official scripts do.
-
-  The official run_classifier / run_race / run_squad leave the best checkpoint of their
-  evaluation sweep there; official recipes continue from it (`--init_checkpoint`) and the
-  official export tools read it. Ours holds the same names (`bert/...`, the task head,
-  `global_step`); the `checkpoint` state file keeps pointing at the training run's latest.
-  """
-  from albert_tf.checkpoints import save_tf1_checkpoint  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-  restore_model_weights(model, best_path)
-  target = os.path.join(output_dir, BEST_CHECKPOINT)
-  if os.path.abspath(best_path) != os.path.abspath(target):
-    save_tf1_checkpoint(model, target, global_step=best_step or 0, update_state=False)
-  return target
-
-
 def format_value(value):
   """A result value as the official eval_results.txt shows it (floats by repr)."""
   if isinstance(value, (float, np.floating)):
@@ -166,7 +112,8 @@ def _train_schedule(task, run):
   return steps, warmup
 
 
-def _make_trainer(task, run, runtime, strategy, train_steps=None, warmup_steps=None):
+def _make_trainer(task, run, runtime, strategy, stop_signals, train_steps=None,
+                  warmup_steps=None):
   from albert_tf.training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top
   from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
   optimizer_fn = None
@@ -177,7 +124,7 @@ def _make_trainer(task, run, runtime, strategy, train_steps=None, warmup_steps=N
   return Trainer(task, strategy, run.output_dir, optimizer_fn=optimizer_fn,
                  save_checkpoints_steps=run.save_checkpoints_steps,
                  keep_checkpoint_max=run.keep_checkpoint_max or None,
-                 **runtime.trainer_kwargs())
+                 stop_signals=stop_signals, **runtime.trainer_kwargs())
 
 
 def run(task, run_config, runtime=None):
@@ -195,19 +142,30 @@ def run(task, run_config, runtime=None):
   runtime = runtime or runtime_lib.RuntimeConfig()
   cfg = run_config
   fileio.makedirs(cfg.output_dir)
-  runtime_lib.apply_process_settings(runtime, cfg.output_dir)
   strategy = runtime.make_strategy()
+  # After the strategy: MultiWorkerMirroredStrategy's coordination service installs a SIGTERM
+  # handler of its own, which would swallow the signal.
+  with preemption.StopSignals() as stop_signals:
+    from albert_tf.training.strategy import worker_info  # pylint: disable=g-import-not-at-top
+    with output_lock.hold(cfg.output_dir, enabled=worker_info(strategy)[2]):
+      # Inside the lock: it records the run's seed in output_dir.
+      runtime_lib.apply_process_settings(runtime, cfg.output_dir)
+      return _run_steps(task, cfg, runtime, strategy, stop_signals)
+
+
+def _run_steps(task, cfg, runtime, strategy, stop_signals):
+  """train -> evaluate -> predict -> export, as `cfg` asks."""
   summary = {"task": task.name}
   trainer = None
   if cfg.do_train:
     steps, warmup = _train_schedule(task, cfg)
     logging.info("***** Running training: batch %d, %d steps (%d warmup) *****",
                  cfg.train_batch_size, steps, warmup)
-    trainer = _make_trainer(task, cfg, runtime, strategy, steps, warmup)
+    trainer = _make_trainer(task, cfg, runtime, strategy, stop_signals, steps, warmup)
     summary["train"] = trainer.train(steps, cfg.train_batch_size)
     summary["num_train_steps"] = steps
   if cfg.do_eval or cfg.do_predict:
-    trainer = trainer or _make_trainer(task, cfg, runtime, strategy)
+    trainer = trainer or _make_trainer(task, cfg, runtime, strategy, stop_signals)
   if cfg.do_eval:
     if task.best_metric is None:
       summary["eval"] = _evaluate_latest(trainer, task, cfg)
@@ -222,7 +180,7 @@ def run(task, run_config, runtime=None):
 
 def _evaluate_latest(trainer, task, cfg):
   """The official run_pretraining evaluation: the latest checkpoint, `key = value` lines."""
-  if not tf.train.latest_checkpoint(cfg.output_dir) and not task.init_checkpoint:
+  if not checkpointing.latest_checkpoint(cfg.output_dir) and not task.init_checkpoint:
     raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
                       "--init_checkpoint to evaluate")
   result = task.eval_results(trainer.evaluate(cfg.eval_batch_size,
@@ -238,7 +196,7 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
   best by task.best_metric: eval_results.txt, best_trial.txt, best_checkpoint.json,
   model.ckpt-best and the task's outputs of the best checkpoint."""
   metric = task.best_metric
-  checkpoints = checkpoints_to_evaluate(cfg.output_dir)
+  checkpoints = checkpointing.checkpoints_to_evaluate(cfg.output_dir)
   if not checkpoints:
     if not task.init_checkpoint:
       raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
@@ -266,7 +224,7 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
     lines += [task.best_line(before, format_value(best[0])), "=" * 50]
     all_results.append(result)
   best_value, best_step, best_path, best_result, best_outputs = best
-  write_best_checkpoint(trainer.model, best_path, cfg.output_dir, best_step)
+  checkpointing.write_best_checkpoint(trainer.model, best_path, cfg.output_dir, best_step)
   lines += [f"best_checkpoint = {best_path}", f"best_step = {best_step}",
             f"best_{metric} = {format_value(best_value)}"]
   fileio.write_text(os.path.join(cfg.output_dir, "eval_results.txt"), "\n".join(lines) + "\n")
@@ -288,7 +246,7 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
 def _checkpoint_to_use(task, cfg, flag):
   """The fine-tuned model: output_dir's best (else latest) checkpoint, else a fine-tuned
   --init_checkpoint (either must hold the task head: restore_model_weights checks)."""
-  checkpoint = best_or_latest_checkpoint(cfg.output_dir) or task.init_checkpoint
+  checkpoint = checkpointing.checkpoint_for_inference(cfg.output_dir, task.init_checkpoint)
   if checkpoint is None:
     raise AlbertError(f"{flag}: no checkpoint in --output_dir={cfg.output_dir} and no "
                       "--init_checkpoint")

@@ -1,38 +1,173 @@
-"""Choosing a tf.distribute strategy from the official TPU flags, TF_CONFIG or an override."""
+"""Choosing a tf.distribute strategy from the official TPU flags, TF_CONFIG or an override.
 
+A TF_CONFIG TensorFlow would refuse with a traceback (or a TPU it would wait for forever) is a
+one-line AlbertError here, before TensorFlow sees it.
+"""
+
+import contextlib
 import json
 import os
+import socket
+import threading
 
 import tensorflow as tf
 
+from albert_tf import errors
 from albert_tf.errors import AlbertError
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
+# Seconds allowed for finding a named TPU (the GCE metadata server and the Cloud TPU API), for a
+# TCP connection to its address, and for TensorFlow to connect to it and initialise it (which,
+# when the address answers but is no TPU, TensorFlow would wait for forever). Initialising a
+# large pod slice takes minutes.
+TPU_LOOKUP_TIMEOUT_S = 60
+TPU_PROBE_TIMEOUT_S = 15
+TPU_CONNECT_TIMEOUT_S = 600
 
-def _tf_config_has_cluster():
-  raw = os.environ.get("TF_CONFIG")
+# Task types TensorFlow allows in TF_CONFIG's "task" without a list of them in "cluster".
+_TASKS_OUTSIDE_CLUSTER = ("evaluator",)
+
+
+# ------------------------------------------------------------------------------ TF_CONFIG
+def _json_kind(value):
+  return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+          type(None): "null"}.get(type(value), "a number")
+
+
+def _check_address(job, index, address):
+  host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+  if not host or not port.isdigit():
+    raise AlbertError(f"TF_CONFIG: cluster {json.dumps(job)} task {index} is "
+                      f"{json.dumps(address)}: expected a \"host:port\" address")
+
+
+def read_tf_config(require_task=False):
+  """The TF_CONFIG environment variable, parsed and checked; None when unset or empty.
+
+  Checks what TensorFlow would otherwise refuse with a traceback deep inside the strategy:
+  "cluster" maps job names to lists of "host:port" addresses; "task" names a job of it
+  ("evaluator" may be outside it) and an index within that job's list. With a cluster, "task"
+  is required by `require_task` or when there are several tasks (each process must say which
+  one it is).
+  """
+  raw = os.environ.get("TF_CONFIG", "").strip()
   if not raw:
-    return False
+    return None
   try:
     config = json.loads(raw)
   except json.JSONDecodeError as e:
     raise AlbertError(f"TF_CONFIG is not JSON ({e.msg} at column {e.colno})") from None
+  if not isinstance(config, dict):
+    raise AlbertError(f"TF_CONFIG is {_json_kind(config)}: expected an object "
+                      f"{{\"cluster\": {{...}}, \"task\": {{\"type\": ..., \"index\": ...}}}}")
   cluster = config.get("cluster") or {}
+  if not isinstance(cluster, dict):
+    raise AlbertError(f"TF_CONFIG: \"cluster\" is {_json_kind(cluster)}: expected an object "
+                      f"{{\"worker\": [\"host:port\", ...], ...}}")
+  for job, addresses in cluster.items():
+    if not isinstance(addresses, list):
+      raise AlbertError(f"TF_CONFIG: cluster {json.dumps(job)} is {_json_kind(addresses)}: "
+                        f"expected a list of \"host:port\" addresses")
+    for index, address in enumerate(addresses):
+      _check_address(job, index, address)
+  task = config.get("task")
+  if not cluster or (task is None and not require_task and
+                     sum(len(v) for v in cluster.values()) <= 1):
+    return config
+  if not isinstance(task, dict) or "type" not in task or "index" not in task:
+    raise AlbertError("TF_CONFIG does not say which task of the cluster this process is: "
+                      "expected \"task\": {\"type\": \"worker\", \"index\": <0-based index>}")
+  task_type, index = task["type"], task["index"]
+  if not isinstance(task_type, str) or (task_type not in cluster and
+                                        task_type not in _TASKS_OUTSIDE_CLUSTER):
+    raise AlbertError(f"TF_CONFIG: task type {json.dumps(task_type)} is not in the cluster, "
+                      f"which has {', '.join(json.dumps(job) for job in cluster)}")
+  if isinstance(index, str) and index.isdigit():
+    index = int(index)
+  if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+    raise AlbertError(f"TF_CONFIG: task index {json.dumps(task['index'])} is invalid: expected "
+                      f"an integer >= 0")
+  if task_type in cluster and index >= len(cluster[task_type]):
+    raise AlbertError(f"TF_CONFIG: task index {index} is out of range: the cluster has "
+                      f"{len(cluster[task_type])} {json.dumps(task_type)} tasks")
+  return config
+
+
+def _tf_config_has_cluster():
+  """True when TF_CONFIG (checked) describes more than one task."""
+  config = read_tf_config()
+  cluster = (config or {}).get("cluster") or {}
   return sum(len(v) for v in cluster.values()) > 1
+
+
+# ------------------------------------------------------------------------------ TPU
+@contextlib.contextmanager
+def _deadline(seconds, message):
+  """Ends the process with `error: <message>` (exit 2) if the block runs longer than `seconds`.
+
+  For waits inside TensorFlow's C++ code, which neither a signal nor an exception interrupts.
+  Nothing is lost: it guards the set-up, before anything is written.
+  """
+  timer = threading.Timer(seconds, errors.exit_at_once, (message,))
+  timer.daemon = True
+  timer.start()
+  try:
+    yield
+  finally:
+    timer.cancel()
+
+
+def _first_line(error):
+  text = str(error).strip()
+  return text.splitlines()[0] if text else type(error).__name__
+
+
+def _check_reachable(address, flag):
+  """One-line error unless a TCP connection to `grpc://host:port` opens (a closed port, an
+  unknown host, a firewall): TensorFlow would wait for it forever."""
+  host, _, port = address[len("grpc://"):].rpartition(":")
+  if not host or not port.isdigit():
+    return
+  try:
+    socket.create_connection((host.strip("[]"), int(port)), timeout=TPU_PROBE_TIMEOUT_S).close()
+  except OSError as e:
+    reason = "timed out" if isinstance(e, socket.timeout) else (e.strerror or _first_line(e))
+    raise AlbertError(f"{flag}: cannot reach the TPU at {host}:{port} ({reason})") from None
 
 
 def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master):
   tpu = tpu_name or master or ""
+  flag = f"--tpu_name={tpu_name}" if tpu_name else (f"--master={master}" if master else
+                                                    "--use_tpu")
   try:
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu=tpu, zone=tpu_zone, project=gcp_project)
-    if tpu not in ("", "local"):
-      tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-  except (ValueError, tf.errors.OpError) as e:
-    first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    raise AlbertError(f"--tpu_name={tpu_name!r}: cannot reach the TPU ({first_line})") from None
+    # A TPU name is looked up with the GCE metadata server (project, zone) and the Cloud TPU
+    # API; urllib waits without a time limit there.
+    with _deadline(TPU_LOOKUP_TIMEOUT_S, f"{flag}: looking up the TPU took more than "
+                   f"{TPU_LOOKUP_TIMEOUT_S} s (is this a Google Cloud VM? elsewhere pass "
+                   f"--tpu_name=grpc://<TPU address>:8470)"):
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+          tpu=tpu, zone=tpu_zone, project=gcp_project)
+  except OSError as e:  # urllib's URLError: no metadata server here
+    reason = getattr(e, "reason", None) or e
+    reason = getattr(reason, "strerror", None) or _first_line(reason)
+    raise AlbertError(f"{flag}: cannot look up the TPU: the GCE metadata server is not "
+                      f"reachable ({reason}); a TPU name works on a Google Cloud VM, elsewhere "
+                      f"pass --tpu_name=grpc://<TPU address>:8470") from None
+  except Exception as e:  # pylint: disable=broad-except
+    # The Cloud TPU client raises what its HTTP and discovery libraries raise.
+    raise AlbertError(f"{flag}: cannot look up the TPU ({type(e).__name__}: "
+                      f"{_first_line(e)})") from None
+  if tpu not in ("", "local") and resolver.master().startswith("grpc://"):
+    _check_reachable(resolver.master(), flag)
+  try:
+    with _deadline(TPU_CONNECT_TIMEOUT_S, f"{flag}: the TPU did not answer within "
+                   f"{TPU_CONNECT_TIMEOUT_S} s"):
+      if tpu not in ("", "local"):
+        tf.config.experimental_connect_to_cluster(resolver)
+      tf.tpu.experimental.initialize_tpu_system(resolver)
+  except (ValueError, RuntimeError, tf.errors.OpError) as e:
+    raise AlbertError(f"{flag}: cannot reach the TPU ({_first_line(e)})") from None
   return tf.distribute.TPUStrategy(resolver)
 
 
@@ -66,9 +201,8 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
   if name == "tpu":
     return _tpu_strategy(tpu_name, tpu_zone, gcp_project, master)
   if name == "multi_worker_mirrored":
-    if not os.environ.get("TF_CONFIG"):
+    if not read_tf_config(require_task=True):
       raise AlbertError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster")
-    _tf_config_has_cluster()  # validates the JSON
     return tf.distribute.MultiWorkerMirroredStrategy()
   if name == "mirrored":
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]

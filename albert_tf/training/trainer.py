@@ -1,4 +1,4 @@
-"""The one training loop: any Task, any tf.distribute strategy, resumable.
+"""The one training loop: any Task, any tf.distribute strategy, resumable, stoppable.
 
 What a step does (the official `optimization.create_optimizer`, distributed):
   1. Each worker's input pipeline yields its share of the global batch; the batch is split into
@@ -9,17 +9,14 @@ What a step does (the official `optimization.create_optimizer`, distributed):
   3. Gradients are summed over replicas, clipped to global norm 1.0 and applied once; the
      optimizer's `iterations` is the global step (it drives the learning-rate schedule).
 
-Checkpoints (tf.train.CheckpointManager in output_dir, `ckpt-<step>`) hold
-`tf.train.Checkpoint(model=..., optimizer=..., global_step=...)`; the position of each worker's
-input pipeline is saved next to them (`train_input_state/worker_<i>/`), so a run killed and
-started again continues exactly where the last checkpoint was taken: same step, optimizer
-moments, learning-rate schedule position and data.
+Checkpoints, resume and the input position: `albert_tf.training.checkpointing`. A SIGTERM or
+SIGINT (`albert_tf.training.preemption`) stops the loop after the step it is in; the trainer
+saves and raises `StopRequested`. A broken input record stops it with a one-line error naming
+the file (`albert_tf.data.record_checks`).
 """
 
 import contextlib
-import math
 import os
-import shutil
 import time
 
 from absl import logging
@@ -28,69 +25,22 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf import fileio
-from albert_tf.errors import AlbertError
+from albert_tf.checkpoints import integrity
+from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
-from albert_tf.training import memory
+from albert_tf.training import checkpointing
 from albert_tf.training import optimizer as optimizer_lib
+from albert_tf.training import preemption
+from albert_tf.training import progress as progress_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.tasks.base import Task
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-_INPUT_STATE_DIR = "train_input_state"
-
-
-def _format_duration(seconds):
-  if not math.isfinite(seconds):
-    return "?"
-  seconds = int(round(seconds))
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def _format_value(value):
-  value = float(value)
-  return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}"
-
-
-def _to_numpy(structure):
-  return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t),
-                               structure)
 
 
 def write_results_file(path, results):
   """`key = value` lines, sorted by key (the official eval_results.txt), written atomically."""
   fileio.write_text(path, "".join(f"{key} = {results[key]}\n" for key in sorted(results)))
-
-
-_INPUT_SIGNATURE_FILE = "input_signature.json"
-
-
-def _batch_shapes(element_spec, prefix=""):
-  """{"0/input_ids": [batch, seq_len], ...} of a dataset's element_spec (tuples and dicts)."""
-  if isinstance(element_spec, dict):
-    items = sorted(element_spec.items())
-  elif isinstance(element_spec, (list, tuple)):
-    items = enumerate(element_spec)
-  else:
-    return {prefix.rstrip("/"): element_spec.shape.as_list()}
-  shapes = {}
-  for key, value in items:
-    shapes.update(_batch_shapes(value, f"{prefix}{key}/"))
-  return shapes
-
-
-def _read_input_signature(input_dir):
-  path = os.path.join(input_dir, _INPUT_SIGNATURE_FILE)
-  return fileio.read_json(path) if tf.io.gfile.exists(path) else None
-
-
-def _signature_difference(saved, current):
-  for key in ("train_batch_size", "num_workers"):
-    if saved.get(key) != current.get(key):
-      return f"{key} {saved.get(key)} -> {current.get(key)}"
-  for name, shape in sorted(current["batch_shapes"].items()):
-    if saved.get("batch_shapes", {}).get(name) != shape:
-      return f"{name} shape {saved.get('batch_shapes', {}).get(name)} -> {shape}"
-  return "input features changed"
 
 
 class NonFiniteLossError(AlbertError):
@@ -116,12 +66,15 @@ class Trainer:
     clip_norm: global-norm gradient clipping (official: 1.0; None/0 disables).
     recompute: the encoder's activation recomputation in training, "none", "layer" or
       "attention" (see `AlbertEncoder`); set on `model.encoder` (or the model, if it is one).
+    stop_signals: a `preemption.StopSignals` whose SIGTERM/SIGINT stop `train` cleanly after
+      the current step (the runner installs one for the whole run); None: signals are not
+      handled here.
   """
 
   def __init__(self, task, strategy=None, output_dir=None, optimizer_fn=None, precision="fp32",
                jit_compile=False, gradient_accumulation_steps=1, save_checkpoints_steps=1000,
                keep_checkpoint_max=5, log_every_n_steps=100, steps_per_loop=None,
-               clip_norm=1.0, recompute="none"):
+               clip_norm=1.0, recompute="none", stop_signals=None):
     if not isinstance(task, Task):
       raise TypeError(f"task must be an albert_tf Task, got {type(task).__name__}")
     if precision not in PRECISION_POLICIES:
@@ -144,8 +97,8 @@ class Trainer:
     self.log_every_n_steps = max(1, int(log_every_n_steps or 1))
     self.steps_per_loop = max(1, int(steps_per_loop or self.log_every_n_steps))
     self.clip_norm = clip_norm
-    self._optimizer_fn = optimizer_fn
-    self._task_type, self.worker_id, self.is_chief = strategy_lib.worker_info(self.strategy)
+    self.stop_signals = stop_signals or preemption.StopSignals()
+    _, self.worker_id, self.is_chief = strategy_lib.worker_info(self.strategy)
     self.num_workers = strategy_lib.num_workers(self.strategy)
     self.local_replicas = max(1, self.strategy.num_replicas_in_sync // self.num_workers)
 
@@ -167,6 +120,7 @@ class Trainer:
     self._built = False
     self._aux_keys = []
     self._train_fn = None
+    self._stop_read_in_graph = False
     self._eval_fn = None
     self._predict_fn = None
 
@@ -186,10 +140,6 @@ class Trainer:
     if self.optimizer is not None:
       return int(self.optimizer.iterations.numpy())
     return int(self._eval_step_counter.numpy())
-
-  def export_model(self):
-    """The trained model (for SavedModel / TF-Hub export)."""
-    return self.model
 
   def _input_context(self):
     return tf.distribute.InputContext(num_input_pipelines=self.num_workers,
@@ -232,13 +182,6 @@ class Trainer:
                                  global_step=self.optimizer.iterations)
     return tf.train.Checkpoint(model=self.model, global_step=self._eval_step_counter)
 
-  def _checkpoint_dir(self):
-    """Where this worker writes checkpoints: output_dir for the chief, a scratch dir otherwise
-    (every worker must take part in saving under MultiWorkerMirroredStrategy)."""
-    if self.is_chief:
-      return self.output_dir
-    return os.path.join(self.output_dir, f".worker_{self.worker_id}_scratch")
-
   def _summary_writer(self, name):
     if self.output_dir and self.is_chief:
       return tf.summary.create_file_writer(os.path.join(self.output_dir, name))
@@ -247,6 +190,22 @@ class Trainer:
   def _log(self, message):
     if self.is_chief:
       print(message, flush=True)
+
+  @contextlib.contextmanager
+  def _input_errors_explained(self, mode):
+    """Turns an input pipeline failure (a truncated or corrupt record file, a record of another
+    length, an id outside the vocabulary) into a one-line AlbertError naming the file."""
+    try:
+      yield
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError,
+            tf.errors.OutOfRangeError, UnicodeDecodeError) as e:
+      # (UnicodeDecodeError: TensorFlow fails to decode its own message about a record that
+      # is no tf.Example at all.)
+      from albert_tf.data import record_checks  # pylint: disable=g-import-not-at-top
+      explained = record_checks.explain_input_error(e, self.task.input_files(mode))
+      if explained is None:
+        raise
+      raise explained from None
 
   def _split_for_replicas(self, batch):
     """[K * R * b, ...] worker batch -> per-replica [K, b, ...] (micro-batch k of replica r is
@@ -264,10 +223,23 @@ class Trainer:
     return self.strategy.experimental_distribute_values_from_function(value_fn)
 
   # ------------------------------------------------------------------ train
-  def _build_train_fn(self, global_batch_size):
+  def _build_train_fn(self, global_batch_size, stop_flag=None):
+    """The compiled loop `train_loop(iterator, num_steps)`.
+
+    `stop_flag` (a host tf.Variable, see `preemption.StopSignals`) is read in every step; the
+    loop stops after the step in which any replica of any worker saw it raised (the flags are
+    summed with the gradients, so all workers stop after the same step).
+    """
     model, task, optimizer = self.model, self.task, self.optimizer
     k = self.accumulation_steps
     loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+    # A TPU loop cannot read a host variable: there the trainer checks between loop calls.
+    read_stop_flag = stop_flag is not None and not isinstance(self.strategy,
+                                                              tf.distribute.TPUStrategy)
+    # With the flag read in the loop, only the loop's (all-reduced) answer may stop a worker:
+    # a worker that stopped on its own between loop calls would leave the others waiting in
+    # the next step's collective.
+    self._stop_read_in_graph = read_stop_flag
 
     def forward_backward(features, labels):
       """Sums loss, aux and gradients over the K micro-batches of one replica."""
@@ -303,16 +275,24 @@ class Trainer:
 
     def replica_step(features, labels):
       loss, aux, grads = forward_backward(features, labels)
+      stop = tf.constant(0.0)
+      if read_stop_flag:
+        # Read once the gradients exist, late in the step: a signal that arrives while this
+        # step computes stops the run right after it.
+        with tf.control_dependencies(grads):
+          stop = tf.cast(stop_flag.read_value(), tf.float32)
       ctx = tf.distribute.get_replica_context()
       if self.strategy.num_replicas_in_sync > 1:
-        grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        # The stop flag rides along with the gradients: no extra collective.
+        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(grads) + [stop])
+        grads, stop = reduced[:-1], reduced[-1]
       if loss_scaling:
         grads = optimizer.get_unscaled_gradients(grads)
       if self.clip_norm:
         grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
       optimizer.apply_gradients(zip(grads, model.trainable_variables),
                                 experimental_aggregate_gradients=False)
-      return loss, aux
+      return loss, aux, stop
 
     strategy = self.strategy
 
@@ -320,35 +300,37 @@ class Trainer:
       step_before = tf.identity(optimizer.iterations)
       features, labels = next(iterator)
       dist = self._split_for_replicas((features, labels))
-      loss, aux = strategy.run(replica_step, args=dist)
+      loss, aux, stop = strategy.run(replica_step, args=dist)
       loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
       aux = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, a, axis=None)
              for n, a in aux.items()}
+      stop = strategy.experimental_local_results(stop)[0]  # all-reduced: equal everywhere
       finite = tf.math.is_finite(loss)
       bad_step = tf.where(finite, tf.constant(-1, tf.int64),
                           tf.cast(step_before, tf.int64) + 1)
-      return loss, aux, bad_step
+      return loss, aux, bad_step, stop > 0
 
     aux_keys = list(self._aux_keys)
 
     @tf.function
     def train_loop(iterator, num_steps):
-      """Runs up to num_steps steps; stops early at a non-finite loss.
+      """Runs up to num_steps steps; stops early at a non-finite loss or a stop request.
 
-      Returns (sum of losses, sum of aux, steps run, first bad step or -1).
+      Returns (sum of losses, sum of aux, steps run, first bad step or -1, stopped).
       """
       loss_sum = tf.constant(0.0)
       aux_sum = {n: tf.constant(0.0) for n in aux_keys}
       steps = tf.constant(0)
       bad_step = tf.constant(-1, tf.int64)
+      stopped = tf.constant(False)
       for _ in tf.range(num_steps):
-        loss, aux, bad_step = one_step(iterator)
+        loss, aux, bad_step, stopped = one_step(iterator)
         steps += 1
         loss_sum += loss
         aux_sum = {n: aux_sum[n] + aux[n] for n in aux_keys}
-        if bad_step >= 0:
+        if bad_step >= 0 or stopped:
           break
-      return loss_sum, aux_sum, steps, bad_step
+      return loss_sum, aux_sum, steps, bad_step, stopped
 
     return train_loop
 
@@ -357,12 +339,70 @@ class Trainer:
     dataset = self.task.build_inputs("train", worker_batch, self._input_context())
     return iter(dataset), dataset.element_spec
 
+  def _steps_to_next_event(self, step, num_train_steps):
+    """Steps until the next progress line, checkpoint, loop boundary or the end."""
+    boundaries = [num_train_steps, step + self.steps_per_loop,
+                  (step // self.log_every_n_steps + 1) * self.log_every_n_steps]
+    if self.save_checkpoints_steps:
+      boundaries.append((step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps)
+    return min(boundaries) - step
+
   def train(self, num_train_steps, train_batch_size):
     """Trains to global step `num_train_steps`, resuming from output_dir's latest checkpoint.
 
     Returns a dict: global_step, loss (mean over the last logging interval), aux losses and
     train metrics of that interval, examples_per_second, train_seconds.
+    Raises:
+      StopRequested: a SIGTERM/SIGINT arrived; the step it interrupted was finished and saved.
+      NonFiniteLossError: the loss became NaN/inf (the last good checkpoint is kept).
     """
+    self._check_train_arguments(train_batch_size)
+    tf.io.gfile.makedirs(self.output_dir)
+    iterator, element_spec = self._train_dataset_iterator(train_batch_size)
+    self._ensure_built(element_spec)
+    saves = checkpointing.TrainingCheckpoints(
+        self.output_dir, self._checkpoint(), iterator,
+        # What a saved input position is only valid for: the batches' shapes and the workers.
+        input_signature={"train_batch_size": int(train_batch_size),
+                         "num_workers": int(self.num_workers),
+                         "batch_shapes": checkpointing.batch_shapes(element_spec)},
+        worker_id=self.worker_id, is_chief=self.is_chief,
+        keep_checkpoint_max=self.keep_checkpoint_max, barrier=self._barrier, log=self._log)
+    if not saves.restore(lambda: self.global_step):
+      self.task.initialize(self.model)
+    signals = self.stop_signals
+    if self._train_fn is None:
+      self._train_fn = self._build_train_fn(train_batch_size, signals.make_stop_flag())
+    progress = progress_lib.TrainingProgress(num_train_steps, train_batch_size, self.global_step,
+                                             self._log, self._summary_writer("train"))
+    with signals.training():
+      step = self.global_step
+      while step < num_train_steps:
+        with self._input_errors_explained("train"):
+          loss_sum, aux_sum, steps_run, bad_step, stopped = self._train_fn(
+              iterator, tf.constant(self._steps_to_next_event(step, num_train_steps)))
+        if int(bad_step) >= 0:
+          raise NonFiniteLossError(
+              f"non-finite loss at step {int(bad_step)}; stopped. Last good checkpoint: "
+              f"{saves.last_saved or 'none'} (lower --learning_rate, or use --precision fp32)")
+        step = self.global_step
+        progress.add(loss_sum, aux_sum, steps_run)
+        stopping = bool(stopped) or (signals.requested and not self._stop_read_in_graph)
+        if step % self.log_every_n_steps == 0 or step >= num_train_steps or stopping:
+          progress.report(step, self.train_metrics,
+                          optimizer_lib.current_learning_rate(self.optimizer))
+        if stopping:
+          self._save_and_stop(saves, step, num_train_steps)
+        if step >= num_train_steps or (self.save_checkpoints_steps and
+                                       step % self.save_checkpoints_steps == 0):
+          saves.save(step)
+      if signals.requested:  # arrived during the final save: training is complete
+        raise StopRequested(signals.stopped_message(
+            f"training finished at step {step}, saved to {saves.last_saved}"))
+    return dict(progress.summary, global_step=self.global_step,
+                train_seconds=progress.seconds)
+
+  def _check_train_arguments(self, train_batch_size):
     if self.optimizer is None:
       raise AlbertError("Trainer.train needs optimizer_fn")
     if not self.output_dir:
@@ -372,136 +412,16 @@ class Trainer:
       raise AlbertError(
           f"--train_batch_size={train_batch_size} is invalid: must be a multiple of "
           f"replicas ({replicas}) x --gradient_accumulation_steps ({self.accumulation_steps})")
-    tf.io.gfile.makedirs(self.output_dir)
 
-    iterator, element_spec = self._train_dataset_iterator(train_batch_size)
-    self._ensure_built(element_spec)
-    # What a saved input position is only valid for: the batches' shapes and the worker count.
-    input_signature = {"train_batch_size": int(train_batch_size),
-                       "num_workers": int(self.num_workers),
-                       "batch_shapes": _batch_shapes(element_spec)}
-    checkpoint = self._checkpoint()
-    manager = (tf.train.CheckpointManager(checkpoint, self.output_dir,
-                                          max_to_keep=self.keep_checkpoint_max)
-               if self.is_chief else None)
-    input_checkpoint = tf.train.Checkpoint(iterator=iterator)
-    input_dir = os.path.join(self.output_dir, _INPUT_STATE_DIR, f"worker_{self.worker_id}")
-    input_manager = tf.train.CheckpointManager(input_checkpoint, input_dir,
-                                               max_to_keep=self.keep_checkpoint_max)
-
-    latest = tf.train.latest_checkpoint(self.output_dir)
-    if latest:
-      from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
-      if not tf1.is_tf2_checkpoint(latest):
-        raise AlbertError(f"{latest}: --output_dir holds an official TF1 checkpoint, which has "
-                          f"no resumable training state here; train from it with "
-                          f"--init_checkpoint={latest} and a new --output_dir")
-      try:
-        checkpoint.restore(latest).assert_existing_objects_matched()
-      except (AssertionError, ValueError, tf.errors.OpError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise AlbertError(f"{latest}: the checkpoint in --output_dir does not match this model "
-                          f"and optimizer (different config/precision?): {first}") from None
-      step = self.global_step
-      input_path = os.path.join(input_dir, f"ckpt-{step}")
-      restored_input = False
-      saved_signature = _read_input_signature(input_dir)
-      if saved_signature is not None and saved_signature != input_signature:
-        # A saved position of batches of another shape would fail in the first step: the
-        # input restarts instead (every example is still seen; the model state is resumed).
-        self._log(f"note: the input differs from the saved run's "
-                  f"({_signature_difference(saved_signature, input_signature)}): the input "
-                  f"restarts from the beginning")
-      elif tf.io.gfile.exists(input_path + ".index"):
-        try:
-          input_checkpoint.restore(input_path).assert_consumed()
-          restored_input = True
-        except (AssertionError, ValueError, tf.errors.OpError) as e:
-          # E.g. the batch size or input files changed: the old position means nothing.
-          logging.warning("Input position in %s not restored (%s)", input_path,
-                          str(e).strip().splitlines()[0] if str(e).strip() else e)
-      if restored_input:
-        self._log(f"Resuming from {latest} at step {step} (input position restored)")
-      else:
-        self._log(f"Resuming from {latest} at step {step} (input restarts from the beginning:"
-                  " no matching saved position for this worker)")
-    else:
-      self.task.initialize(self.model)
-
-    if self._train_fn is None:
-      self._train_fn = self._build_train_fn(train_batch_size)
-    writer = self._summary_writer("train")
-    summary = {"global_step": self.global_step}
-    start_step, start_time = self.global_step, time.time()
-    interval_time, interval_step = start_time, start_step
-    interval_loss, interval_aux, interval_count = 0.0, {}, 0
-
-    def save(step):
-      # Every worker saves its input position first, then (after a barrier, so no worker's
-      # position lags the model checkpoint) the model; non-chief model saves go to scratch.
-      input_manager.save(checkpoint_number=step)
-      fileio.write_json(os.path.join(input_dir, _INPUT_SIGNATURE_FILE), input_signature,
-                        sort_keys=True)
-      self._barrier()
-      if self.is_chief:
-        manager.save(checkpoint_number=step)
-      else:
-        scratch = self._checkpoint_dir()
-        checkpoint.write(os.path.join(scratch, f"ckpt-{step}"))
-        shutil.rmtree(scratch, ignore_errors=True)
-
-    step = self.global_step
-    while step < num_train_steps:
-      boundaries = [num_train_steps, (step // self.log_every_n_steps + 1) * self.log_every_n_steps,
-                    step + self.steps_per_loop]
-      if self.save_checkpoints_steps:
-        boundaries.append((step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps)
-      num_steps = min(boundaries) - step
-      loss_sum, aux_sum, steps_run, bad_step = self._train_fn(iterator, tf.constant(num_steps))
-      bad_step = int(bad_step.numpy())
-      if bad_step >= 0:
-        last = tf.train.latest_checkpoint(self.output_dir)
-        raise NonFiniteLossError(
-            f"non-finite loss at step {bad_step}; stopped. Last good checkpoint: "
-            f"{last or 'none'} (lower --learning_rate, or use --precision fp32)")
-      step = self.global_step
-      interval_loss += float(loss_sum.numpy())
-      interval_count += int(steps_run.numpy())
-      for n, v in (aux_sum or {}).items():
-        interval_aux[n] = interval_aux.get(n, 0.0) + float(v.numpy())
-
-      at_end = step >= num_train_steps
-      if step % self.log_every_n_steps == 0 or at_end:
-        now = time.time()
-        elapsed = max(now - interval_time, 1e-9)
-        steps_per_s = (step - interval_step) / elapsed
-        denom = max(interval_count, 1)
-        values = {"loss": interval_loss / denom}
-        values.update({n: v / denom for n, v in interval_aux.items()})
-        for metric in self.train_metrics:
-          values[metric.name] = float(metric.result().numpy())
-          metric.reset_state()
-        values["learning_rate"] = float(optimizer_lib.current_learning_rate(self.optimizer))
-        values["examples_per_second"] = steps_per_s * train_batch_size
-        eta = (num_train_steps - step) / steps_per_s if steps_per_s > 0 else float("inf")
-        line = " | ".join([f"step {step}/{num_train_steps}"]
-                          + [f"{n} {_format_value(v)}" for n, v in values.items()
-                             if n not in ("examples_per_second",)]
-                          + [f"{values['examples_per_second']:.1f} examples/s",
-                             f"ETA {_format_duration(eta)}", memory.memory_report()])
-        self._log(line)
-        with writer.as_default(step=step):
-          for n, v in values.items():
-            tf.summary.scalar(n, v)
-        writer.flush()
-        summary = dict(values, global_step=step)
-        interval_time, interval_step = now, step
-        interval_loss, interval_aux, interval_count = 0.0, {}, 0
-      if at_end or (self.save_checkpoints_steps and step % self.save_checkpoints_steps == 0):
-        save(step)
-    summary["train_seconds"] = time.time() - start_time
-    summary["global_step"] = self.global_step
-    return summary
+  def _save_and_stop(self, saves, step, num_train_steps):
+    """After a SIGTERM/SIGINT: saves step `step` (unless saved already) and raises StopRequested."""
+    started = time.time()
+    prefix = saves.last_saved
+    if not (prefix and prefix.endswith(f"ckpt-{step}")):
+      prefix = saves.save(step)
+    raise StopRequested(self.stop_signals.stopped_message(
+        f"step {step}/{num_train_steps} saved to {prefix} (weights, optimizer and input "
+        f"position; {time.time() - started:.1f} s)"))
 
   def _barrier(self):
     if self.num_workers <= 1:
@@ -511,24 +431,26 @@ class Trainer:
 
   # ------------------------------------------------------------------ restore for eval/predict
   def _restore_for_inference(self, checkpoint_path):
-    """Loads checkpoint_path (or output_dir's latest; else task.initialize). Returns the step."""
+    """Loads checkpoint_path (a prefix or a directory; None: output_dir's latest intact
+    checkpoint, else task.initialize from its init checkpoint). Returns the step."""
     path = checkpoint_path
     if path and tf.io.gfile.isdir(path):
-      path = tf.train.latest_checkpoint(path)
+      path = checkpointing.latest_checkpoint(path)
       if not path:
         raise AlbertError(f"{checkpoint_path}: no checkpoint in this directory")
     if path is None and self.output_dir:
-      path = tf.train.latest_checkpoint(self.output_dir)
+      path = checkpointing.latest_checkpoint(self.output_dir)
     if path is None:
       if not self.task.init_checkpoint:
         raise AlbertError(f"no checkpoint in --output_dir={self.output_dir} and no "
                           "--init_checkpoint: nothing to evaluate (train first with --do_train)")
       self.task.initialize(self.model)
       return self.global_step
-    if not tf.io.gfile.exists(path + ".index"):
+    if not tf.io.gfile.exists(path + ".index") and not integrity.checkpoint_files(path):
       raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
     # Every weight must come from the checkpoint (ours or an official TF1 one): a head left at
     # its random initial value would evaluate, predict and export garbage without a word.
+    # (restore_model_weights verifies the checkpoint reads whole first.)
     from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
     step = restore_model_weights(self.model, path) or 0
     if self.optimizer is None:
@@ -592,16 +514,18 @@ class Trainer:
       self._eval_fn = tf.function(eval_step, jit_compile=False)
 
     totals, examples, state = {}, 0, None
-    for i, (features, labels) in enumerate(dataset):
-      if max_eval_steps and i >= max_eval_steps:
-        break
-      sums, count, outputs = self._eval_fn(features, labels)
-      examples += int(count.numpy())
-      for n, v in sums.items():
-        totals[n] = totals.get(n, 0.0) + float(v.numpy())
-      if wants_outputs:
-        state = task.aggregate_outputs(state, self._local_concat(features),
-                                       self._local_concat(labels), self._local_concat(outputs))
+    with self._input_errors_explained("eval"):
+      for i, (features, labels) in enumerate(dataset):
+        if max_eval_steps and i >= max_eval_steps:
+          break
+        sums, count, outputs = self._eval_fn(features, labels)
+        examples += int(count.numpy())
+        for n, v in sums.items():
+          totals[n] = totals.get(n, 0.0) + float(v.numpy())
+        if wants_outputs:
+          state = task.aggregate_outputs(state, self._local_concat(features),
+                                         self._local_concat(labels),
+                                         self._local_concat(outputs))
     results = {n: v / max(examples, 1) for n, v in totals.items()}
     for metric in self.eval_metrics:
       results[metric.name] = float(metric.result().numpy())
@@ -614,8 +538,9 @@ class Trainer:
         if n not in ("global_step",):
           tf.summary.scalar(n, v)
     writer.flush()
-    self._log("eval at step " + str(step) + ": " + ", ".join(
-        f"{n} = {_format_value(v)}" for n, v in sorted(results.items()) if n != "global_step"))
+    self._log(f"eval at step {step}: " + ", ".join(
+        f"{n} = {progress_lib.format_value(v)}" for n, v in sorted(results.items())
+        if n != "global_step"))
     if results_file and self.is_chief:
       write_results_file(results_file, results)
     return results
@@ -630,8 +555,9 @@ class Trainer:
     if self._predict_fn is None:
       self._predict_fn = tf.function(
           lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)))
-    for element in dataset:
-      features = element[0] if isinstance(element, (tuple, list)) else element
-      outputs = self._predict_fn(features)
-      yield self._local_concat(features), self._local_concat(outputs)
+    with self._input_errors_explained("predict"):
+      for element in dataset:
+        features = element[0] if isinstance(element, (tuple, list)) else element
+        outputs = self._predict_fn(features)
+        yield self._local_concat(features), self._local_concat(outputs)
 

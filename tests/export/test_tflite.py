@@ -9,30 +9,21 @@ from ai_edge_litert.interpreter import Interpreter
 from albert_tf import AlbertConfig, AlbertError
 from albert_tf.export.tflite import write_tflite
 from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+from tests.helpers.model_inputs import randomize_weights
 from tests.helpers.tiny_config import tiny_config_dict
 
 SEQ = 16
 FP32_TOLERANCE = 1e-4
 
 
-def randomize(model, seed=0):
-  """Weights ~ N(0, 0.2) (LayerNorm scales around 1): outputs far from uniform, so they bite."""
-  rng = np.random.default_rng(seed)
-  for variable in model.variables:
-    value = 0.2 * rng.standard_normal(variable.shape.as_list())
-    if "gamma" in variable.name:
-      value += 1.0
-    variable.assign(value.astype(np.float32))
-  return model
-
-
 def make_model(kind):
   config = AlbertConfig.from_dict(tiny_config_dict(num_hidden_layers=2, num_hidden_groups=2))
   if kind == "classifier":
-    return randomize(AlbertClassifier(config, num_classes=3))
+    return randomize_weights(AlbertClassifier(config, num_classes=3))
   if kind == "multiple_choice":
-    return randomize(AlbertMultipleChoice(config, num_choices=4))
-  return randomize(AlbertSquadModel(config, version_2_with_negative=kind == "squad_v2"))
+    return randomize_weights(AlbertMultipleChoice(config, num_choices=4))
+  return randomize_weights(AlbertSquadModel(config,
+                                            version_2_with_negative=kind == "squad_v2"))
 
 
 def make_inputs(shape, with_p_mask, seed=1):

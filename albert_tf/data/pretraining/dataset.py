@@ -4,11 +4,15 @@ Mirrors the official `run_pretraining.input_fn_builder`: for training, the file 
 and shuffled, files are interleaved (cycle_length = min(num_cpu_threads, #files)) and records
 shuffled in a buffer of 100; for evaluation, files are read once, in order. Additions: files are
 sharded per input pipeline (worker) when a tf.distribute.InputContext is given, prefetching,
-int64 -> int32 casting, and one-line errors for bad inputs, checked before training starts.
+int64 -> int32 casting, and one-line errors for bad inputs: before the run, every file's
+framing and the first record of each file; while it runs, every record of every batch (its
+file and index travel with it), see `albert_tf.data.record_checks`.
 """
 
+from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
+from albert_tf.data import record_checks
 from albert_tf.data.pretraining import record_format
 from albert_tf.errors import AlbertError
 
@@ -50,7 +54,11 @@ def check_record_format(files, max_seq_length, max_predictions_per_seq):
     raw = _first_record(path)
     if raw is None:
       continue  # an empty shard is harmless
-    example = tf.train.Example.FromString(raw)
+    try:
+      example = tf.train.Example.FromString(raw)
+    except protobuf_message.DecodeError:
+      raise AlbertError(f"{path}: record 0 is not a tf.train.Example (not a pretraining data "
+                        "file?)") from None
     feats = example.features.feature
     for name, fixed in spec.items():
       expected_len = fixed.shape[0]
@@ -69,17 +77,15 @@ def check_record_format(files, max_seq_length, max_predictions_per_seq):
         raise AlbertError(f"{where} has length {length}, expected {expected_len} ({flag})")
 
 
-def _decode(serialized, spec):
-  example = tf.io.parse_example(serialized, spec)
-  out = {}
-  for name, value in example.items():
-    out[name] = tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
-  return out
+def _to_int32(parsed):
+  return {name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+          for name, value in parsed.items()}
 
 
 def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, input_context=None, num_cpu_threads=4, seed=None,
-                        check_format=True):
+                        check_format=True, vocab_size=None, type_vocab_size=None,
+                        check_records=True):
   """Batches of parsed pretraining records.
 
   Args:
@@ -92,28 +98,44 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
     seed: shuffle seed (None: nondeterministic order). With a seed and fewer files than
       pipelines, records are split after the shuffle, so a multi-worker run sees step by step
       the same examples as a single-pipeline run.
+    check_format: check every file's framing and first record before reading.
+    vocab_size, type_vocab_size: the model's; ids at or above them are errors (None: unchecked).
+    check_records: check every record of every batch (lengths and id ranges) as it is read;
+      False reads them unchecked (for measuring what the checks cost).
   Returns:
     tf.data.Dataset of dicts: input_ids, input_mask, segment_ids, token_boundary int32
     [batch, max_seq_length]; masked_lm_positions, masked_lm_ids int32 and masked_lm_weights
     float32 [batch, max_predictions_per_seq]; next_sentence_labels int32 [batch, 1].
+    A bad record fails iteration with an InvalidArgumentError that
+    `record_checks.explain_input_error` turns into a one-line AlbertError.
   """
   files = (list(input_file) if isinstance(input_file, (list, tuple))
            else expand_input_patterns(input_file))
   if check_format:
+    record_checks.check_record_files(files)
     check_record_format(files, max_seq_length, max_predictions_per_seq)
-  spec = record_format.name_to_features(max_seq_length, max_predictions_per_seq)
   num_pipelines = input_context.num_input_pipelines if input_context else 1
   pipeline_id = input_context.input_pipeline_id if input_context else 0
   shard_records = num_pipelines > 1 and len(files) < num_pipelines
   if num_pipelines > 1 and not shard_records:
     files = files[pipeline_id::num_pipelines]
 
+  if check_records:
+    read_file = record_checks.tagged_records
+    rules = record_format.feature_rules(max_seq_length, max_predictions_per_seq, vocab_size,
+                                        type_vocab_size)
+    decode = lambda batch: _to_int32(record_checks.parse_checked_batch(batch, rules))
+  else:
+    read_file = tf.data.TFRecordDataset
+    spec = record_format.name_to_features(max_seq_length, max_predictions_per_seq)
+    decode = lambda batch: _to_int32(tf.io.parse_example(batch, spec))
+
+  ds = tf.data.Dataset.from_tensor_slices(files)
   if is_training:
-    ds = tf.data.Dataset.from_tensor_slices(files).repeat()
-    ds = ds.shuffle(len(files), seed=seed)
+    ds = ds.repeat().shuffle(len(files), seed=seed)
     cycle_length = min(num_cpu_threads, len(files))
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
-                       num_parallel_calls=cycle_length, deterministic=True)
+    ds = ds.interleave(read_file, cycle_length=cycle_length, num_parallel_calls=cycle_length,
+                       deterministic=True)
     if shard_records and seed is None:
       ds = ds.shard(num_pipelines, pipeline_id)
     ds = ds.shuffle(100, seed=seed)
@@ -122,11 +144,10 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
       # gives each step exactly the examples a single pipeline would see.
       ds = ds.shard(num_pipelines, pipeline_id)
   else:
-    ds = tf.data.TFRecordDataset(files)
+    ds = ds.flat_map(read_file)  # the files in order, as TFRecordDataset(files) reads them
     if shard_records:
       ds = ds.shard(num_pipelines, pipeline_id)
-  # Batch serialized records first: parsing a batch at once is much cheaper.
+  # Batch serialized records first: parsing (and checking) a batch at once is much cheaper.
   ds = ds.batch(batch_size, drop_remainder=is_training)
-  ds = ds.map(lambda s: _decode(s, spec), num_parallel_calls=tf.data.AUTOTUNE,
-              deterministic=True)
+  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,157 @@
+"""SIGTERM and SIGINT as requests to stop cleanly: finish the step, save, say how to resume.
+
+Preemptible VMs, Kubernetes and Slurm send SIGTERM and allow a grace period (often 30 s) before
+SIGKILL; a user sends SIGINT with Ctrl-C. Python's default turns the first into an immediate death
+(every step since the last checkpoint lost) and the second into a KeyboardInterrupt traceback.
+
+`StopSignals` (installed by the runner for a whole run) changes that:
+
+  * While the trainer's loop runs (`training()`), a signal only raises a flag. A watcher thread,
+    woken by the signal through `signal.set_wakeup_fd` even while the main thread is inside a
+    long TensorFlow call, sets the tf.Variable `stop_flag`; the compiled train loop reads it
+    every step and stops after the step it is in. Under MultiWorkerMirroredStrategy the flag
+    travels with the gradients' all-reduce, so every worker stops after the same step (and saves
+    its share of the checkpoint) although only one was signalled; no extra collective is run.
+    The trainer then saves the checkpoint (weights, optimizer, input position) and raises
+    `StopRequested`; the script prints its one line and exits with
+    `errors.EXIT_STOPPED_BY_SIGNAL` (42). The same command resumes at that step.
+  * Outside the loop (reading data, evaluating, predicting, exporting: all of whose outputs are
+    written atomically) a signal raises `StopRequested` at once.
+  * A second SIGINT while the save is under way exits at once without saving.
+
+On TPUs the loop runs on the device and cannot read a host flag; there the stop comes at the end
+of the current `--iterations_per_loop` steps.
+"""
+
+import contextlib
+import os
+import signal
+import threading
+
+from albert_tf.errors import EXIT_STOPPED_BY_SIGNAL, StopRequested
+
+HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopSignals:
+  """Catches SIGTERM/SIGINT for the duration of a `with` block (main thread only; elsewhere a
+  no-op that never reports a signal).
+
+  Attributes:
+    received: the name of the first signal received ("SIGTERM", "SIGINT") or None.
+    stop_flag: a scalar int32 tf.Variable, 1 once a signal arrived while `training()` is active
+      (created by `make_stop_flag`, read inside the compiled train loop).
+  """
+
+  def __init__(self):
+    self.received = None
+    self.stop_flag = None
+    self._training = False
+    self._previous = {}
+    self._wakeup_fds = None
+    self._watcher = None
+    self._installed = False
+    self._lock = threading.Lock()
+
+  # ------------------------------------------------------------------ install / remove
+  def __enter__(self):
+    if threading.current_thread() is not threading.main_thread():
+      return self
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    self._wakeup_fds = (read_fd, write_fd)
+    for sig in HANDLED_SIGNALS:
+      self._previous[sig] = signal.signal(sig, self._handle_in_main_thread)
+    self._previous_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    self._watcher = threading.Thread(target=self._watch, name="albert_tf-stop-signals",
+                                     daemon=True)
+    self._watcher.start()
+    self._installed = True
+    return self
+
+  def __exit__(self, *exc_info):
+    if not self._installed:
+      return False
+    signal.set_wakeup_fd(self._previous_wakeup)
+    for sig, previous in self._previous.items():
+      signal.signal(sig, previous)
+    read_fd, write_fd = self._wakeup_fds
+    os.close(write_fd)  # ends the watcher's read
+    self._watcher.join(timeout=5)
+    os.close(read_fd)
+    self._installed = False
+    return False
+
+  # ------------------------------------------------------------------ what the trainer uses
+  def make_stop_flag(self):
+    """The tf.Variable the train loop reads; create it outside any strategy scope (on the host)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if self.stop_flag is None:
+      self.stop_flag = tf.Variable(0, dtype=tf.int32, trainable=False, name="stop_requested")
+    return self.stop_flag
+
+  @contextlib.contextmanager
+  def training(self):
+    """While active, a signal only raises the stop flag: the loop stops after its step, and the
+    trainer saves before it raises StopRequested. A second SIGINT exits at once."""
+    self._training = True
+    try:
+      if self.received:
+        self._raise_flag()
+      yield self
+    finally:
+      self._training = False
+
+  @property
+  def requested(self):
+    return self.received is not None
+
+  def stopped_message(self, what):
+    """The line a run prints when it stops after a signal; `what` says what was kept."""
+    return (f"stopped by {self.received or 'a signal on another worker'}: {what}; run the same "
+            f"command again to resume (exit status {EXIT_STOPPED_BY_SIGNAL})")
+
+  # ------------------------------------------------------------------ signal plumbing
+  def _raise_flag(self):
+    if self.stop_flag is not None:
+      self.stop_flag.assign(1)
+
+  def _watch(self):
+    """Runs in a daemon thread; the wakeup fd carries one byte per signal, delivered even while
+    the main thread is inside a long TensorFlow call."""
+    read_fd = self._wakeup_fds[0]
+    while True:
+      try:
+        data = os.read(read_fd, 16)
+      except OSError:
+        return
+      if not data:
+        return
+      for signum in data:
+        if signum in _HANDLED_NUMBERS:
+          self._count(signal.Signals(signum).name)
+
+  def _count(self, name):
+    with self._lock:
+      first = self.received is None
+      if first:
+        self.received = name
+    if self._training:
+      if not first and name == "SIGINT":
+        os.write(2, b"interrupted again: stopped without saving; the last complete checkpoint "
+                    b"is kept\n")
+        os._exit(130)  # pylint: disable=protected-access
+      self._raise_flag()
+
+  def _handle_in_main_thread(self, signum, frame):
+    """Python's handler (main thread, between bytecodes): raises outside the train loop."""
+    del frame
+    if self._training:
+      return  # the watcher raised the flag; the loop stops after its step and saves
+    raise StopRequested(
+        f"stopped by {signal.Signals(signum).name}: everything finished before it is kept "
+        f"(checkpoints and result files are written whole); run the same command again to "
+        f"continue (exit status {EXIT_STOPPED_BY_SIGNAL})", EXIT_STOPPED_BY_SIGNAL)
+
+
+_HANDLED_NUMBERS = frozenset(int(s) for s in HANDLED_SIGNALS)

@@ -15,12 +15,11 @@ console.quiet_startup()
 import os
 import sys
 
-from absl import app
 from absl import flags
 
+from albert_tf.cli import flags as cli
 from albert_tf.data.pretraining import creation as pretraining_data_creation
-from albert_tf.data.pretraining import instances as pretraining_instances
-from albert_tf.errors import AlbertError, run_main
+from albert_tf.errors import AlbertError
 
 FLAGS = flags.FLAGS
 
@@ -66,25 +65,7 @@ flags.DEFINE_bool("progress", True, "Print a progress line every few seconds.")
 def main(argv):
   if len(argv) > 1:
     raise AlbertError(f"unexpected arguments: {' '.join(argv[1:])}")
-  if not FLAGS.input_file:
-    raise AlbertError("--input_file is required")
-  if not FLAGS.output_file:
-    raise AlbertError("--output_file is required")
-  if not FLAGS.spm_model_file and not FLAGS.vocab_file:
-    raise AlbertError("--spm_model_file (or --vocab_file for WordPiece) is required")
-  if FLAGS.input_file_mode not in ("r", "rb"):
-    raise AlbertError(f"--input_file_mode={FLAGS.input_file_mode}: expected 'r' or 'rb'")
-  options = pretraining_instances.InstanceOptions(
-      max_seq_length=FLAGS.max_seq_length,
-      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-      masked_lm_prob=FLAGS.masked_lm_prob,
-      short_seq_prob=FLAGS.short_seq_prob,
-      ngram=FLAGS.ngram,
-      do_whole_word_mask=FLAGS.do_whole_word_mask,
-      favor_shorter_ngram=FLAGS.favor_shorter_ngram,
-      do_permutation=FLAGS.do_permutation,
-      random_next_sentence=FLAGS.random_next_sentence,
-      dupe_factor=FLAGS.dupe_factor)
+  options = cli.instance_options()
   report = pretraining_data_creation.create_pretraining_data(
       input_file=FLAGS.input_file,
       output_file=FLAGS.output_file,
@@ -102,4 +83,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(run_main(main))
+  cli.run(main)

@@ -13,10 +13,10 @@ console.quiet_startup()
 
 import os  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
-from absl import app
 from absl import flags
 
-from albert_tf.errors import AlbertError, run_main
+from albert_tf.cli import flags as cli  # pylint: disable=g-import-not-at-top
+from albert_tf.errors import AlbertError
 
 flags.DEFINE_string("albert_directory", None, "Directory holding albert_config.json and the "
                     "checkpoint.")
@@ -33,16 +33,16 @@ FLAGS = flags.FLAGS
 def main(_):
   if not FLAGS.export_path:
     raise AlbertError("--export_path is required")
-  from albert_tf.checkpoints.export import export_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import clean_checkpoint  # pylint: disable=g-import-not-at-top
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   config = AlbertConfig.from_json_file(
       FLAGS.albert_config_file or os.path.join(FLAGS.albert_directory, "albert_config.json"))
   checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
-  prefix, with_heads = export_checkpoint(config, checkpoint, FLAGS.export_path)
+  prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, FLAGS.export_path)
   print(f"exported {checkpoint} to {prefix} (encoder"
         f"{' + masked-LM and sentence-order heads' if with_heads else ' only: no pretraining heads in the checkpoint'})")
 
 
 if __name__ == "__main__":
   flags.mark_flag_as_required("albert_directory")
-  app.run(run_main(main))
+  cli.run(main)

@@ -8,11 +8,9 @@ A run killed and started again with the same command resumes from its last check
 from albert_tf import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
-from absl import app
 from absl import flags
 
 from albert_tf.cli import flags as cli
-from albert_tf.errors import AlbertError, run_main
 
 FLAGS = flags.FLAGS
 
@@ -49,33 +47,13 @@ cli.define_runtime_flags()
 
 def main(argv):
   del argv
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks.pretraining import PretrainingConfig, PretrainingTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.pretraining import PretrainingTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  for name in ("albert_config_file", "input_file", "output_dir"):
-    if not getattr(FLAGS, name):
-      raise AlbertError(f"--{name} is required")
-  cli.require_action(("do_train", "do_eval"))
-  if FLAGS.num_train_steps <= 0:  # (RunConfig checks it too, under run_classifier's name)
-    raise AlbertError(f"--num_train_steps={FLAGS.num_train_steps} is invalid: expected > 0")
-  run_config = runner.RunConfig(
-      output_dir=FLAGS.output_dir, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-      train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-      train_steps=FLAGS.num_train_steps, warmup_steps=FLAGS.num_warmup_steps,
-      start_warmup_step=FLAGS.start_warmup_step, poly_power=FLAGS.poly_power,
-      learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer,
-      save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-      keep_checkpoint_max=FLAGS.keep_checkpoint_max, max_eval_steps=FLAGS.max_eval_steps)
-  task = PretrainingTask(PretrainingConfig(
-      albert_config=AlbertConfig.from_json_file(FLAGS.albert_config_file),
-      input_file=FLAGS.input_file, max_seq_length=FLAGS.max_seq_length,
-      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-      init_checkpoint=FLAGS.init_checkpoint, init_from_group0=FLAGS.init_from_group0,
-      shuffle_seed=FLAGS.shuffle_seed, masked_lm_budget=FLAGS.masked_lm_budget))
-  summary = runner.run(task, run_config, cli.runtime_config())
+  task_config, run_config = cli.pretraining_configs()
+  summary = runner.run(PretrainingTask(task_config), run_config, cli.runtime_config())
   if summary.get("eval"):
     print(f"eval results written to {FLAGS.output_dir}/eval_results.txt")
 
 
 if __name__ == "__main__":
-  app.run(run_main(main))
+  cli.run(main)

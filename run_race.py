@@ -8,11 +8,9 @@
 from albert_tf import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
-from absl import app
 from absl import flags
 
 from albert_tf.cli import flags as cli
-from albert_tf.errors import AlbertError, run_main
 
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
 flags.DEFINE_string("task_name", "race", "The name of the task to train.")
@@ -36,18 +34,12 @@ cli.define_runtime_flags()
 
 
 def main(_):
-  from albert_tf.tasks.race import RaceConfig, RaceTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.race import RaceTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  if (FLAGS.task_name or "race").lower() != "race":
-    raise AlbertError(f"--task_name={FLAGS.task_name!r} is not a known task; known tasks: race")
-  run_config = cli.step_job_config()
-  task = RaceTask(RaceConfig(
-      max_qa_length=FLAGS.max_qa_length, high_only=FLAGS.high_only,
-      middle_only=FLAGS.middle_only, train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
-      predict_file=FLAGS.predict_file, **cli.sentence_task_values(cli.model_source())))
-  cli.print_results(runner.run(task, run_config, cli.runtime_config()))
+  task_config, run_config = cli.race_configs()
+  cli.print_results(runner.run(RaceTask(task_config), run_config, cli.runtime_config()))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "output_dir"])
-  app.run(run_main(main))
+  cli.run(main)

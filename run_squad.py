@@ -20,11 +20,9 @@ nbest_predictions.json and (v2) null_odds.json.
 from albert_tf import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
-from absl import app
 from absl import flags
 
 from albert_tf.cli import flags as cli
-from albert_tf.errors import run_main
 
 # Official flags (run_squad_v1.py / run_squad_v2.py), official defaults.
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
@@ -61,32 +59,10 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  from albert_tf.tasks.squad import SquadConfig, SquadTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.squad import SquadTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  cli.require_action(("do_train", "do_predict", "export_dir"))
-  source = cli.model_source()
-  task = SquadTask(SquadConfig(
-      albert_config=source.config, spm_model_file=source.spm_model_file,
-      vocab_file=FLAGS.vocab_file, do_lower_case=source.do_lower_case,
-      init_checkpoint=source.init_checkpoint,
-      version_2_with_negative=FLAGS.version_2_with_negative,
-      train_file=FLAGS.train_file if FLAGS.do_train else None,
-      predict_file=FLAGS.predict_file if FLAGS.do_predict else None,  # (needed when predicting)
-      cache_dir=FLAGS.output_dir, train_feature_file=FLAGS.train_feature_file,
-      predict_feature_file=FLAGS.predict_feature_file,
-      predict_feature_left_file=FLAGS.predict_feature_left_file,
-      max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
-      max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
-      max_answer_length=FLAGS.max_answer_length, start_n_top=FLAGS.start_n_top,
-      end_n_top=FLAGS.end_n_top, dropout_prob=FLAGS.dropout_prob,
-      null_score_diff_threshold=FLAGS.null_score_diff_threshold, shuffle_seed=FLAGS.seed))
-  # The official --do_predict evaluates every checkpoint when the file has answers (keeping the
-  # best F1), and otherwise predicts with model.ckpt-best (else the latest checkpoint).
-  evaluate = FLAGS.do_predict and task.has_gold_answers
-  run_config = cli.job_config(
-      do_eval=evaluate, do_predict=FLAGS.do_predict and not evaluate,
-      eval_batch_size=FLAGS.predict_batch_size, num_train_epochs=FLAGS.num_train_epochs,
-      warmup_proportion=FLAGS.warmup_proportion)
+  task = SquadTask(cli.squad_config())
+  run_config = cli.squad_run_config(task.has_gold_answers)
   cli.print_results(runner.run(task, run_config, cli.runtime_config()))
 
 
@@ -96,7 +72,7 @@ def run(version_2_with_negative=None):
     FLAGS.set_default("version_2_with_negative", version_2_with_negative)
   # The official scripts require --spm_model_file too; ours says so in its own error.
   flags.mark_flags_as_required(["output_dir"])  # config: --albert_config_file or a hub module
-  app.run(run_main(main))
+  cli.run(main)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ Public API:
   load_tf1_checkpoint / save_tf1_checkpoint   official TF1 checkpoints, both ways
   load_hf_checkpoint / save_hf_checkpoint     HF transformers ALBERT directories, both ways
   init_from_checkpoint                        TF1 official, our TF2 checkpoints or HF directories
+  from_pretrained     any ALBERT weights (official tarball, TF1/TF2 checkpoint, HF directory,
+                      TF-Hub module) -> model, config, tokenizer, labels; `.predict(texts)`
 """
 
-import importlib
+from albert_tf import lazy_imports
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -21,6 +23,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "AlbertEncoder": "albert_tf.networks.encoder",
     "AlbertPretrainer": "albert_tf.models.pretrainer",
+    "from_pretrained": "albert_tf.pretrained",
     "init_from_checkpoint": "albert_tf.checkpoints",
     "load_hf_checkpoint": "albert_tf.checkpoints",
     "load_tf1_checkpoint": "albert_tf.checkpoints",
@@ -31,9 +34,4 @@ _LAZY = {
 __all__ = ["AlbertConfig", "AlbertError"] + sorted(_LAZY)
 
 
-def __getattr__(name):
-  if name in _LAZY:
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
+__getattr__ = lazy_imports.module_getattr(globals(), _LAZY)

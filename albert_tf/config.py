@@ -8,7 +8,7 @@ num_memory_blocks, layers_to_keep) are kept and written back, and one extension 
 import copy
 import json
 
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, parse_json_object
 
 # The activations the official `modeling.get_activation` knows, plus HF's alias for the same gelu.
 KNOWN_ACTIVATIONS = ("linear", "relu", "gelu", "gelu_new", "tanh")
@@ -95,11 +95,7 @@ class AlbertConfig:
     except UnicodeDecodeError as e:
       raise AlbertError(f"{json_file}: not a UTF-8 text file (byte {e.start}); expected an "
                         f"albert_config.json (was a checkpoint or model file given?)") from None
-    try:
-      obj = json.loads(text)
-    except json.JSONDecodeError as e:
-      raise AlbertError(f"{json_file}: not JSON (line {e.lineno}, column {e.colno}: "
-                        f"{e.msg})") from None
+    obj = parse_json_object(text, json_file, "a JSON object of ALBERT config fields")
     return cls.from_dict(obj, source=str(json_file))
 
   # ---------------------------------------------------------------- serialization
@@ -141,10 +137,6 @@ class AlbertConfig:
     return f"AlbertConfig({self.to_dict()})"
 
   # ---------------------------------------------------------------- derived values
-  @property
-  def attention_head_size(self):
-    return self.hidden_size // self.num_attention_heads
-
   def group_index(self, layer_index):
     """Group used by layer `layer_index`, computed in floating point as the official code does.
 
@@ -154,11 +146,6 @@ class AlbertConfig:
     if self.sharing == "none":
       return layer_index
     return int(layer_index / self.num_hidden_layers * self.num_hidden_groups)
-
-  @property
-  def num_groups_effective(self):
-    """Number of groups the official variable layout has (G; L when nothing is shared)."""
-    return self.num_hidden_layers if self.sharing == "none" else self.num_hidden_groups
 
   def check_sequence_length(self, max_seq_length, flag="--max_seq_length"):
     """Raises AlbertError unless sequences of `max_seq_length` fit the position embeddings."""

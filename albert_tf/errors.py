@@ -6,6 +6,7 @@ system) anywhere in a script into one `error: ...` line with exit status 2.
 
 import errno
 import io
+import json
 import os
 import re
 import sys
@@ -50,6 +51,29 @@ _DISK_FULL = {
 # an OutOfRangeError for EFBIG).
 _TF_FILE_ERROR = re.compile(r"(?:^|\s)(\S+); (" + "|".join(
     re.escape(text) for text, _ in _DISK_FULL.values()) + ")")
+
+
+def json_kind(value):
+  """How an error message names a parsed JSON value's type ("an object", "a list", ...)."""
+  return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+          type(None): "null"}.get(type(value), "a number")
+
+
+def parse_json_object(text, where, expected):
+  """`json.loads(text)`, required to be an object.
+
+  Raises AlbertError "<where>: not JSON (line L, column C: reason)" or "<where>: found <kind>,
+  expected <expected>" (`where` names the file, file:line or variable; `expected` describes the
+  object).
+  """
+  try:
+    value = json.loads(text)
+  except json.JSONDecodeError as e:
+    line = f"line {e.lineno}, " if "\n" in text.strip() else ""  # one-line texts: column only
+    raise AlbertError(f"{where}: not JSON ({line}column {e.colno}: {e.msg})") from None
+  if not isinstance(value, dict):
+    raise AlbertError(f"{where}: found {json_kind(value)}, expected {expected}")
+  return value
 
 
 def _file_being_written(traceback):

@@ -171,7 +171,9 @@ def main(_):
   garden_dir = export_garden(work_dir)
   load_before = common.uptime()
   results, agreement = measure(paths, garden_dir, batch_sizes, FLAGS.seq_length, FLAGS.rounds)
-  print(f"\nuptime before timing: {load_before}")
+  from albert_tf.export.precision import machine_summary  # pylint: disable=g-import-not-at-top
+  print(f"\nCPU: {machine_summary()}")
+  print(f"uptime before timing: {load_before}")
   print(f"threads: intra_op {FLAGS.intra_op_threads or 'default'}, inter_op "
         f"{FLAGS.inter_op_threads or 'default'}, {os.cpu_count()} CPUs; SavedModels in {work_dir}")
   print(f"{'inputs':<32} {'model':<16} {'rounds':>6} {'median ms':>10} {'p10-p90 ms':>16} "

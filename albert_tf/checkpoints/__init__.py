@@ -1,10 +1,29 @@
 """Checkpoint conversion: official TF1 layout and HF transformers directories <-> Keras model,
-and initialisation."""
+and initialisation.
 
-from albert_tf.checkpoints.hf import (config_from_hf, is_hf_directory, load_hf_checkpoint,
-                                      save_hf_checkpoint)
-from albert_tf.checkpoints.init import init_from_checkpoint, restore_tf2_checkpoint
-from albert_tf.checkpoints.official_names import model_variable_map
-from albert_tf.checkpoints.tf1 import (LoadReport, is_tf2_checkpoint, load_tf1_checkpoint,
-                                       load_tf1_head, resolve_checkpoint_path,
-                                       save_tf1_checkpoint)
+The names load on first use (they import TensorFlow), so that `python -m
+albert_tf.checkpoints.convert` can quiet TensorFlow's logs before TensorFlow is imported.
+"""
+
+from albert_tf import lazy_imports
+
+_LAZY = {
+    "config_from_hf": "albert_tf.checkpoints.hf",
+    "is_hf_directory": "albert_tf.checkpoints.hf",
+    "load_hf_checkpoint": "albert_tf.checkpoints.hf",
+    "save_hf_checkpoint": "albert_tf.checkpoints.hf",
+    "init_from_checkpoint": "albert_tf.checkpoints.init",
+    "restore_tf2_checkpoint": "albert_tf.checkpoints.init",
+    "model_variable_map": "albert_tf.checkpoints.official_names",
+    "LoadReport": "albert_tf.checkpoints.tf1",
+    "is_tf2_checkpoint": "albert_tf.checkpoints.tf1",
+    "load_tf1_checkpoint": "albert_tf.checkpoints.tf1",
+    "load_tf1_head": "albert_tf.checkpoints.tf1",
+    "resolve_checkpoint_path": "albert_tf.checkpoints.tf1",
+    "save_tf1_checkpoint": "albert_tf.checkpoints.tf1",
+}
+
+__all__ = sorted(_LAZY)
+
+
+__getattr__ = lazy_imports.module_getattr(globals(), _LAZY)

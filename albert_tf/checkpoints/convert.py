@@ -8,6 +8,9 @@ Hugging Face transformers directories (`config.json` + `model.safetensors`).
   python -m albert_tf.checkpoints.convert --albert_config_file=albert_base/albert_config.json \
       --input_checkpoint=albert_base/model.ckpt-best --output_checkpoint=hf_albert_dir \
       --output_format=hf
+  python -m albert_tf.checkpoints.convert --albert_config_file=albert_base/albert_config.json \
+      --input_checkpoint=mnli_out/model.ckpt-best --output_checkpoint=hf_albert_mnli \
+      --output_format=hf --label_list=contradiction,entailment,neutral
 
 (`python -m albert_tf.convert_checkpoint`, the older path, runs the same command.)
 
@@ -15,29 +18,36 @@ The input's format is detected. The output format is --output_format, by default
 TF1 / TF2 for those inputs and TF1 (the official layout) for an HF directory; --direction (the
 older flag) still says tf1_to_tf2 or tf2_to_tf1. An HF input needs no --albert_config_file: its
 config.json gives the config, and the converter then writes `albert_config.json` beside a TF1 or
-TF2 output. Heads (`cls/...`, HF `predictions.` + `sop_classifier.`) are converted when the
-input has them; otherwise only the encoder. Our TF2 checkpoints are
+TF2 output. The input's model is converted whole, its head included: the pretraining heads
+(`cls/...`; HF AlbertForPreTraining), a GLUE classifier or regression (`output_weights` [N, H];
+HF AlbertForSequenceClassification with id2label), the RACE scorer (`output_weights` [1, H]; HF
+AlbertForMultipleChoice), the SQuAD v1.1 head (`cls/squad/`; HF AlbertForQuestionAnswering), or
+the encoder alone. The head says which (--model_type when it cannot: a one-row official head is
+a regression or a multiple-choice scorer); --label_list gives a classifier's class names for an
+HF output's id2label (an HF input's own are kept). Our TF2 checkpoints are
 `tf.train.Checkpoint(model=...)` with the encoder at `model/encoder`, the layout every run_*
 script reads with --init_checkpoint; for HF output, --output_checkpoint is the directory.
 
-Importing this module defines no flags; `run()` defines them and runs the command.
+This module is the library (`convert`); the command's flags are albert_tf/cli/convert.py's.
 """
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 import os
 
-from absl import app
-from absl import flags
 from absl import logging
 import tensorflow as tf
 
 from albert_tf import fileio
 from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import model_source
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
-from albert_tf.checkpoints.init import restore_tf2_checkpoint
+from albert_tf.checkpoints.init import restore_model_weights, restore_tf2_checkpoint
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError, run_main
-from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.errors import AlbertError
 from albert_tf.networks.encoder import AlbertEncoder
 
 FORMATS = ("tf1", "tf2", "hf")
@@ -65,50 +75,56 @@ def _note_unused(report):
           f"{', '.join(report.unexpected[:5])}{' ...' if len(report.unexpected) > 5 else ''}")
 
 
-def read_model(config, fmt, input_path):
-  """Builds the model the input holds (pretrainer with heads, else encoder) and loads it."""
-  if fmt == "tf1":
-    has_heads = tf.train.load_checkpoint(input_path).has_tensor(official_names.MLM_OUTPUT_BIAS)
-  elif fmt == "tf2":
-    keys = tf.train.load_checkpoint(input_path).get_variable_to_shape_map()
-    has_heads = any(k.startswith("model/masked_lm_head/") for k in keys)
-  else:
-    names = hf.read_hf_tensors(input_path, names_only=True)
-    has_heads = "predictions.bias" in names and "sop_classifier.classifier.weight" in names
-  model = AlbertPretrainer(config) if has_heads else AlbertEncoder(config)
+def read_model(config, fmt, input_path, model_type=None, label_list=None):
+  """Builds the model the input holds and loads every weight of it.
+
+  model_type: model_source.MODEL_TYPES, None to read it from the input (its head's names and
+  shape, an HF config.json's architectures). label_list: a classifier's labels in the order
+  wanted (an HF input's id2label rows are put in it).
+  Returns:
+    (model, model type).
+  """
+  model_type, num_labels = model_source.checkpoint_model_type(input_path, model_type)
+  model = model_source.build_model(model_type, config, num_labels)
   if fmt == "tf2":
-    restore_tf2_checkpoint(model, input_path)
-    return model
+    if model_type in ("encoder", "pretrainer"):
+      restore_tf2_checkpoint(model, input_path)
+    else:
+      restore_model_weights(model, input_path)
+    return model, model_type
   if fmt == "tf1":
     report = tf1.load_tf1_checkpoint(model, input_path)
   else:
-    report = hf.load_hf_checkpoint(model, input_path)
+    report = hf.load_hf_checkpoint(model, input_path, label_list=label_list,
+                                   require_head=model_type not in ("encoder", "pretrainer"))
   _refuse_missing(report, input_path)
   _note_unused(report)
-  return model
+  return model, model_type
 
 
-def write_model(model, fmt, output):
+def write_model(model, fmt, output, label_list=None):
   """Writes the model in format `fmt` at `output` (prefix, or directory for hf)."""
   if fmt == "tf1":
     tf1.save_tf1_checkpoint(model, output)
   elif fmt == "tf2":
-    root = model if isinstance(model, AlbertPretrainer) else tf.train.Checkpoint(encoder=model)
+    root = tf.train.Checkpoint(encoder=model) if isinstance(model, AlbertEncoder) else model
     tf.io.gfile.makedirs(os.path.dirname(output) or ".")
     tf1.write_checkpoint_state(tf.train.Checkpoint(model=root).write(output))
   else:
-    hf.save_hf_checkpoint(model, output)
+    hf.save_hf_checkpoint(model, output, label_list=label_list)
 
 
-def tf1_to_tf2(config, input_path, output_prefix):
-  """Official TF1 checkpoint -> TF2 object checkpoint."""
-  write_model(read_model(config, "tf1", input_path), "tf2", output_prefix)
-
-
-def tf2_to_tf1(config, input_path, output_prefix):
-  """TF2 object checkpoint of ours -> official TF1 layout. Returns the prefix written."""
-  write_model(read_model(config, "tf2", input_path), "tf1", output_prefix)
-  return output_prefix
+def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):
+  """What an HF input holds that a TF1 / TF2 output cannot, and what HF lacks (printed)."""
+  if fmt != "hf" or output_format == "hf":
+    return
+  if labels:
+    print(f"note: {output_format} checkpoints keep no class names; pass "
+          f"--label_list={','.join(labels)} when converting back to hf")
+  if model_type in model_source.SQUAD_TYPES and official_names.HF_POOLER + ".weight" not in (
+      hf.read_hf_tensors(input_path, shapes_only=True)):
+    print("note: HF AlbertForQuestionAnswering has no pooler: bert/pooler/dense is freshly "
+          "initialised (SQuAD does not read it)")
 
 
 def _write_config_beside(config, output_checkpoint):
@@ -125,8 +141,21 @@ def _write_config_beside(config, output_checkpoint):
 
 
 def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
-            output_format=None):
-  """Library entry point of the command. Returns the conversion done, e.g. "hf_to_tf1"."""
+            output_format=None, model_type=None, label_list=None):
+  """Converts `input_checkpoint` (format detected) to `output_checkpoint`.
+
+  config_file: albert_config.json, or None for an HF input (its config.json is used and written
+    beside a TF1/TF2 output as albert_config.json).
+  direction: "auto", or the older "tf1_to_tf2" / "tf2_to_tf1" (checked against the input).
+  output_format: "tf1", "tf2" or "hf"; None: tf2 for a TF1 input, else tf1.
+  model_type: which model the input holds (model_source.MODEL_TYPES); None: read from the input
+    (a one-row head, regression or multiple choice, must be named).
+  label_list: a classifier's class names in order: an HF output's id2label (default: an HF
+    input's own), and the order an HF input's rows are put in.
+
+  Returns:
+    The conversion done, e.g. "hf_to_tf1" (also printed, with the paths).
+  """
   fmt, input_path = input_format(input_checkpoint)
   if direction != "auto":
     want_in, want_out = direction.split("_to_")
@@ -146,41 +175,22 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
     config = hf.config_from_hf(input_path)
   else:
     raise AlbertError("--albert_config_file is required for a TF1 or TF2 input")
-  model = read_model(config, fmt, input_path)
-  write_model(model, output_format, output_checkpoint)
+  own_labels = hf.hf_label_names(input_path) if fmt == "hf" else None  # id2label's names
+  model, model_type = read_model(config, fmt, input_path, model_type, label_list or own_labels)
+  if model_type != "classifier":
+    if label_list:
+      raise AlbertError(f"--label_list names a classifier's classes, but {input_path} holds a "
+                        f"{model_type} model")
+    own_labels = None
+  write_model(model, output_format, output_checkpoint, label_list=label_list or own_labels)
   if fmt == "hf" and not config_file and output_format != "hf":
     _write_config_beside(config, output_checkpoint)
+  _notes_on_what_is_lost(fmt, input_path, output_format, model_type, own_labels)
   done = f"{fmt}_to_{output_format}"
-  print(f"{done}: {input_path} -> {output_checkpoint}")
+  print(f"{done}: {input_path} -> {output_checkpoint} ({model_type})")
   return done
 
 
-def _define_flags():
-  """The command's flags, defined only when it runs (importing the library defines none)."""
-  flags.DEFINE_string("albert_config_file", None, "albert_config.json (an HF input has its own).")
-  flags.DEFINE_string("input_checkpoint", None, "TF1/TF2 prefix or directory, or HF directory.")
-  flags.DEFINE_string("output_checkpoint", None, "Prefix to write (a directory for hf).")
-  flags.DEFINE_enum("direction", "auto", ["auto", "tf1_to_tf2", "tf2_to_tf1"],
-                    "Older flag; auto detects the input.")
-  flags.DEFINE_enum("output_format", None, list(FORMATS),
-                    "tf1 (official), tf2 (ours) or hf; default tf2 for TF1 input, else tf1.")
-
-
-def main(argv):
-  del argv
-  options = flags.FLAGS
-  for name in ("input_checkpoint", "output_checkpoint"):
-    if not getattr(options, name):
-      raise AlbertError(f"--{name} is required")
-  convert(options.albert_config_file, options.input_checkpoint, options.output_checkpoint,
-          options.direction, options.output_format)
-
-
-def run():
-  """`python -m albert_tf.checkpoints.convert` (and the albert_tf.convert_checkpoint shim)."""
-  _define_flags()
-  app.run(run_main(main))
-
-
 if __name__ == "__main__":
-  run()
+  from albert_tf.cli import convert as convert_command  # pylint: disable=g-import-not-at-top
+  convert_command.run()

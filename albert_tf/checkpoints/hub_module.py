@@ -29,15 +29,14 @@ import tensorflow as tf
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, parse_json_object
+from albert_tf.export_format import (CONFIG_ASSET_NAME, EXPORT_INFO, SPM_ASSET_NAME,
+                                     VOCAB_ASSET_NAME)
 
 TF1_HUB = "tf1_hub"
 ALBERT_TF = "albert_tf"
 
 _MODULE_DEF_FILE = "tfhub_module.pb"
-_CONFIG_ASSET = "albert_config.json"
-_VOCAB_ASSET = "30k-clean.vocab"
-_EXPORT_INFO = posixpath.join("assets.extra", "albert_export.json")
 _OURS_KEY_RE = re.compile(r"^model_variables/(\d+)/\.ATTRIBUTES/VARIABLE_VALUE$")
 _ASSETS_KEY = "saved_model_assets"  # tf.compat.v1.saved_model.ASSETS_KEY
 
@@ -101,14 +100,14 @@ def read_hub_module(handle):
     raise AlbertError(f"{path}: no saved_model.pb (expected a TF-Hub module / SavedModel "
                       f"directory)")
   saved_model = _read_saved_model(saved_model_file)
-  config_file = posixpath.join(path, "assets", _CONFIG_ASSET)
+  config_file = posixpath.join(path, "assets", CONFIG_ASSET_NAME)
   if not tf.io.gfile.exists(config_file):
-    raise AlbertError(f"{path}: no assets/{_CONFIG_ASSET} (expected an ALBERT TF-Hub module "
-                      f"with its albert_config.json asset)")
+    raise AlbertError(f"{path}: no assets/{CONFIG_ASSET_NAME} (expected an ALBERT TF-Hub "
+                      f"module with its albert_config.json asset)")
   config = _read_config(config_file)
   checkpoint_prefix = posixpath.join(path, "variables", "variables")
   shapes = _checkpoint_shapes(path, checkpoint_prefix)
-  vocab = posixpath.join(path, "assets", _VOCAB_ASSET)
+  vocab = posixpath.join(path, "assets", VOCAB_ASSET_NAME)
   vocab_file = vocab if tf.io.gfile.exists(vocab) else None
   if tf.io.gfile.exists(posixpath.join(path, _MODULE_DEF_FILE)):
     variable_names = _tf1_variable_names(path, shapes)
@@ -199,14 +198,9 @@ def _read_saved_model(saved_model_file):
 def _read_config(config_file):
   try:
     text = tf.io.gfile.GFile(config_file, "r").read()
-    obj = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise AlbertError(f"{config_file}: not JSON (line {e.lineno}, column {e.colno}: "
-                      f"{e.msg})") from None
   except (OSError, tf.errors.OpError) as e:
     raise AlbertError(f"{config_file}: cannot read config ({e})") from None
-  if not isinstance(obj, dict):
-    raise AlbertError(f"{config_file}: expected a JSON object of ALBERT config fields")
+  obj = parse_json_object(text, config_file, "a JSON object of ALBERT config fields")
   return AlbertConfig.from_dict(obj, source=config_file)
 
 
@@ -297,10 +291,9 @@ def _const_node(nodes, tensor_name, max_hops=8):
 
 def _albert_tf_tokenization_info(path):
   """(spm asset path, do_lower_case) of our export: the asset, and what the export recorded."""
-  from albert_tf.export import serving  # pylint: disable=g-import-not-at-top
-  spm_model_file = posixpath.join(path, "assets", serving.SPM_ASSET_NAME)
+  spm_model_file = posixpath.join(path, "assets", SPM_ASSET_NAME)
   if not tf.io.gfile.exists(spm_model_file):
-    raise AlbertError(f"{path}: no SentencePiece asset assets/{serving.SPM_ASSET_NAME} "
+    raise AlbertError(f"{path}: no SentencePiece asset assets/{SPM_ASSET_NAME} "
                       f"(exported without --spm_model_file?)")
   info = _export_info(path)
   if isinstance(info.get("do_lower_case"), bool):
@@ -310,13 +303,13 @@ def _albert_tf_tokenization_info(path):
     outputs = loaded.signatures["tokenization_info"]()
     return spm_model_file, bool(outputs["do_lower_case"].numpy())
   except (KeyError, ValueError, tf.errors.OpError) as e:
-    raise AlbertError(f"{path}: cannot read do_lower_case (no {_EXPORT_INFO} and no usable "
+    raise AlbertError(f"{path}: cannot read do_lower_case (no {EXPORT_INFO} and no usable "
                       f"tokenization_info signature: {str(e).splitlines()[0]})") from None
 
 
 def _export_info(path):
   """Our export's assets.extra/albert_export.json as a dict ({} when absent or unreadable)."""
-  info_file = posixpath.join(path, _EXPORT_INFO)
+  info_file = posixpath.join(path, EXPORT_INFO)
   if not tf.io.gfile.exists(info_file):
     return {}
   try:

@@ -33,11 +33,13 @@ def restore_tf2_checkpoint(model, path):
     tf.train.Checkpoint(model=model).read(path).expect_partial()
 
 
-def init_from_checkpoint(model, path, init_from_group0=False):
+def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
   """Loads `path` into a freshly built model: the encoder must load, heads load when present.
 
   `path`: an official TF1 checkpoint or one of ours (prefix or directory), an HF transformers
   directory, or a TF-Hub module directory (official TF1 format or export_savedmodel.py's).
+  `label_list`: a classifier's labels in the task's order, for an HF directory's id2label
+  (`hf.load_hf_checkpoint`); an HF head of other classes is an error.
   Returns:
     A LoadReport, or None for our TF2 checkpoints (which fail loudly when incomplete).
   Raises:
@@ -59,7 +61,7 @@ def init_from_checkpoint(model, path, init_from_group0=False):
     from albert_tf.checkpoints import hub_module  # pylint: disable=g-import-not-at-top
     report = hub_module.load_hub_module_weights(model, path)  # refuses a partial encoder itself
   elif is_hf:
-    report = hf.load_hf_checkpoint(model, path)
+    report = hf.load_hf_checkpoint(model, path, label_list=label_list)
   else:
     report = tf1.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
   missing_encoder = [n for n in report.missing if n.startswith(official_names.ENCODER_SCOPE)]
@@ -79,20 +81,34 @@ def checkpoint_global_step(path):
   return None
 
 
-def restore_model_weights(model, path):
+def restore_model_weights(model, path, label_list=None):
   """Loads *every* weight of `model` (encoder and task head) from a checkpoint of that model.
 
   For evaluation, prediction and export: the checkpoint must be a fine-tuned checkpoint of this
-  very task, either ours (the trainer's `ckpt-N`) or official TF1 (`model.ckpt-N`,
+  very task, either ours (the trainer's `ckpt-N`), official TF1 (`model.ckpt-N`,
   `model.ckpt-best` as the official run_classifier / run_race / run_squad write them: `bert/...`
-  plus the head, e.g. `output_weights`, `output_bias`). A checkpoint that lacks any variable the
-  model needs is an error naming it: nothing is left at its random initial value.
+  plus the head, e.g. `output_weights`, `output_bias`) or an HF transformers directory of the
+  task's architecture (AlbertForSequenceClassification, AlbertForMultipleChoice,
+  AlbertForQuestionAnswering). A checkpoint that lacks any variable the model needs is an error
+  naming it: nothing is left at its random initial value.
 
+  Args:
+    model: the task model, built.
+    path: the checkpoint prefix or directory, or the HF directory.
+    label_list: a classifier's labels in the task's order: an HF directory's id2label names put
+      its head's rows in that order (`hf.head_row_order`). TF1 / TF2 checkpoints carry no names.
   Returns:
-    the checkpoint's global step (None when it records none).
+    the checkpoint's global step (None when it records none, as an HF directory).
   Raises:
-    AlbertError: no checkpoint at path; a variable missing; a shape differs.
+    AlbertError: no checkpoint at path; a variable missing; a shape differs; an HF head of
+      another architecture or of other classes.
   """
+  if hf.is_hf_directory(path):
+    _refuse_unnamed(model, path, "an HF directory")
+    report = hf.load_hf_checkpoint(model, path, label_list=label_list, require_head=True)
+    _refuse_incomplete(report, path)
+    logging.info("%s", report)
+    return None
   path = tf1.resolve_checkpoint_path(path)
   if tf1.is_tf2_checkpoint(path):
     status = tf.train.Checkpoint(model=model).read(path)
@@ -105,14 +121,9 @@ def restore_model_weights(model, path):
                         ) from None
     status.expect_partial()  # The optimizer state in the file is meant to stay unread.
     return checkpoint_global_step(path)
-  unnamed = official_names.unnamed_variables(model)
-  if unnamed:
-    raise AlbertError(f"{path}: a TF1 checkpoint cannot fill {unnamed[0].name} of "
-                      f"{type(model).__name__} (no official name)")
+  _refuse_unnamed(model, path, "a TF1 checkpoint")
   report = tf1.load_tf1_checkpoint(model, path)
-  if report.missing:
-    raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this model, "
-                      f"e.g. {report.missing[0]} (a pretraining checkpoint, or another task's?)")
+  _refuse_incomplete(report, path)
   encoder_scopes = (official_names.ENCODER_SCOPE, tf1.HUB_SCOPE + official_names.ENCODER_SCOPE)
   extra = [n for n in report.unexpected if n.startswith(encoder_scopes)]
   if extra:
@@ -120,6 +131,20 @@ def restore_model_weights(model, path):
                       f"no place for (does albert_config match the checkpoint?)")
   logging.info("%s", report)
   return checkpoint_global_step(path)
+
+
+def _refuse_unnamed(model, path, what):
+  """Name-based checkpoints fill only variables with an official name: refuse any other."""
+  unnamed = official_names.unnamed_variables(model)
+  if unnamed:
+    raise AlbertError(f"{path}: {what} cannot fill {unnamed[0].name} of "
+                      f"{type(model).__name__} (no official name)")
+
+
+def _refuse_incomplete(report, path):
+  if report.missing:
+    raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this model, "
+                      f"e.g. {report.missing[0]} (a pretraining checkpoint, or another task's?)")
 
 
 def _first_unmatched(error):

@@ -63,3 +63,96 @@ def is_saved_model_directory(path):
 def _is_hf_directory(path):
   from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
   return hf.is_hf_directory(path)
+
+
+# ------------------------------------------------------------------------ the model's type
+# The models a checkpoint can hold, named by their task head (the converter's --model_type,
+# from_pretrained's model_type). A one-row GLUE-style head is a regression classifier (STS-B) or
+# a multiple-choice scorer (RACE): the official TF1 names cannot tell them apart.
+MODEL_TYPES = ("encoder", "pretrainer", "classifier", "regression", "multiple_choice",
+               "squad_v1", "squad_v2")
+CLASSIFIER_TYPES = ("classifier", "regression")
+SQUAD_TYPES = ("squad_v1", "squad_v2")
+
+# (a part of a variable name, the model type), first match wins: official TF1 names, then our
+# TF2 object paths. The unscoped official GLUE / RACE `output_weights` is handled apart.
+_TYPE_SIGNATURES = (
+    ("start_logits/dense", "squad_v2"), ("model/squad_head/start_dense/", "squad_v2"),
+    ("cls/squad/output_weights", "squad_v1"), ("model/squad_head/output_weights", "squad_v1"),
+    ("model/choice_head/", "multiple_choice"), ("model/classifier_head/", "classifier"),
+    ("cls/predictions/", "pretrainer"), ("model/masked_lm_head/", "pretrainer"),
+)
+_HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
+              "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
+
+
+def model_type_of(model):
+  """The MODEL_TYPES entry of a built model (an AlbertEncoder or a model holding one)."""
+  if getattr(model, "masked_lm_head", None) is not None:
+    return "pretrainer"
+  if getattr(model, "classifier_head", None) is not None:
+    return "regression" if model.is_regression else "classifier"
+  if getattr(model, "choice_head", None) is not None:
+    return "multiple_choice"
+  if getattr(model, "squad_head", None) is not None:
+    return "squad_v2" if model.version_2_with_negative else "squad_v1"
+  return "encoder"
+
+
+def checkpoint_model_type(path, model_type=None):
+  """(model type, number of classes or None) of the model a checkpoint holds.
+
+  Args:
+    path: a TF1 (official) or TF2 (ours) checkpoint prefix, or an HF transformers directory.
+    model_type: the type when the caller knows it (MODEL_TYPES); only the classes are read then.
+  Raises:
+    AlbertError: an unknown model_type, or a one-row head whose type the weights cannot tell.
+  """
+  from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
+  if model_type is not None and model_type not in MODEL_TYPES:
+    raise AlbertError(f"--model_type={model_type!r} is invalid: expected one of "
+                      f"{', '.join(MODEL_TYPES)}")
+  if hf.is_hf_directory(path):
+    return hf.hf_model_type(path, model_type)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  shapes = {name: shape for name, shape in
+            tf.train.load_checkpoint(path).get_variable_to_shape_map().items()
+            if "OPTIMIZER_SLOT" not in name}
+  rows = next((shapes[name][0] for name in _HEAD_ROWS if name in shapes), None)
+  if model_type is None:
+    model_type = next((kind for part, kind in _TYPE_SIGNATURES
+                       if any(part in name for name in shapes)), None)
+  if model_type is None and rows is not None:
+    if rows == 1:
+      raise AlbertError(f"{path}: its one-row head `output_weights` [1, H] is a regression "
+                        "classifier (STS-B) or a multiple-choice scorer (RACE): pass "
+                        "--model_type=regression or --model_type=multiple_choice")
+    model_type = "classifier"
+  if model_type == "classifier" and rows == 1:
+    model_type = "regression"  # our TF2 classifier head with one row: STS-B
+  return model_type or "encoder", rows if model_type in CLASSIFIER_TYPES else None
+
+
+def build_model(model_type, config, num_labels=None, dropout_rate=0.1):
+  """A fresh model of `model_type` (MODEL_TYPES); classifiers need num_labels (1: regression)."""
+  from albert_tf import models  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
+  from albert_tf.networks.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
+  if model_type == "encoder":
+    return AlbertEncoder(config)
+  if model_type == "pretrainer":
+    return AlbertPretrainer(config)
+  if model_type in CLASSIFIER_TYPES:
+    regression = model_type == "regression"
+    if not regression and (num_labels or 0) < 2:
+      raise AlbertError(f"a classifier needs 2 or more classes, got {num_labels} (a one-class "
+                        "head is a regression: --model_type=regression)")
+    return models.AlbertClassifier(config, num_classes=1 if regression else num_labels,
+                                   is_regression=regression, dropout_rate=dropout_rate)
+  if model_type == "multiple_choice":
+    return models.AlbertMultipleChoice(config, dropout_rate=dropout_rate)
+  if model_type in SQUAD_TYPES:
+    return models.AlbertSquadModel(config, version_2_with_negative=model_type == "squad_v2",
+                                   dropout_rate=dropout_rate)
+  raise AlbertError(f"model type {model_type!r} is invalid: expected one of "
+                    f"{', '.join(MODEL_TYPES)}")

@@ -14,8 +14,11 @@
 * A Dense layer gives `<scope>/kernel` (HF `<module>.weight`, stored transposed: torch Linear
   weights are [out, in]) and `<scope>/bias` when it has one; a LayerNormalization gives
   `<scope>/gamma`, `<scope>/beta` (HF `.weight`, `.bias`); a variable is named as is.
-* The HF names are those of `transformers.AlbertForPreTraining`; None where HF ALBERT has no
-  place (task heads, and blocks owned by one layer).
+* The HF names are those of transformers' `AlbertForPreTraining` (encoder, pooler, pretraining
+  heads) and of its task models: `AlbertForSequenceClassification` and `AlbertForMultipleChoice`
+  (`classifier`), `AlbertForQuestionAnswering` (`qa_outputs`). None where HF ALBERT has no place
+  (the SQuAD v2.0 head, and blocks owned by one layer). The task heads' torch Linear weights are
+  [out, in] = [classes, H], the official `output_weights` layout: stored as is, not transposed.
 """
 
 import typing
@@ -33,6 +36,9 @@ ENCODER_SCOPE = "bert/"
 WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
 HF_EMBEDDING_PROJECTION = "albert.encoder.embedding_hidden_mapping_in"
+HF_POOLER = "albert.pooler"
+HF_CLASSIFIER = "classifier"  # sequence classification and multiple choice
+HF_QA_OUTPUTS = "qa_outputs"
 
 _BLOCK = "bert/encoder/transformer/{scope}/"
 _HF_BLOCK = "albert.encoder.albert_layer_groups.{group}.albert_layers.{inner}."
@@ -64,7 +70,7 @@ _TABLE = (
      _HF_BLOCK + "ffn_output"),
     (_BLOCK + "LayerNorm_1", "encoder.ffn_blocks[].layer_norm",
      _HF_BLOCK + "full_layer_layer_norm"),
-    ("bert/pooler/dense", "encoder.pooler", "albert.pooler"),
+    ("bert/pooler/dense", "encoder.pooler", HF_POOLER),
     # Pretraining (AlbertPretrainer, official run_pretraining.py). The SOP weights are [2, H] in
     # both layouts.
     ("cls/predictions/transform/dense", "masked_lm_head.transform", "predictions.dense"),
@@ -74,15 +80,18 @@ _TABLE = (
      "sop_classifier.classifier.weight"),
     ("cls/seq_relationship/output_bias", "sentence_order_head.output_bias",
      "sop_classifier.classifier.bias"),
-    # GLUE (AlbertClassifier, official run_classifier.py): no scope, [num_classes, H].
-    ("output_weights", "classifier_head.output_weights", None),
-    ("output_bias", "classifier_head.output_bias", None),
-    # RACE (AlbertMultipleChoice, official run_race.py): the same names, [1, H].
-    ("output_weights", "choice_head.scorer.output_weights", None),
-    ("output_bias", "choice_head.scorer.output_bias", None),
-    # SQuAD v1.1 (AlbertSquadModel, official run_squad_v1.py): [2, H], start and end.
-    ("cls/squad/output_weights", "squad_head.output_weights", None),
-    ("cls/squad/output_bias", "squad_head.output_bias", None),
+    # GLUE (AlbertClassifier, official run_classifier.py): no scope, [num_classes, H]; HF
+    # AlbertForSequenceClassification's Linear(H, num_labels) on the pooled output.
+    ("output_weights", "classifier_head.output_weights", HF_CLASSIFIER + ".weight"),
+    ("output_bias", "classifier_head.output_bias", HF_CLASSIFIER + ".bias"),
+    # RACE (AlbertMultipleChoice, official run_race.py): the same names, [1, H]; HF
+    # AlbertForMultipleChoice's Linear(H, 1) on each choice's pooled output.
+    ("output_weights", "choice_head.scorer.output_weights", HF_CLASSIFIER + ".weight"),
+    ("output_bias", "choice_head.scorer.output_bias", HF_CLASSIFIER + ".bias"),
+    # SQuAD v1.1 (AlbertSquadModel, official run_squad_v1.py): [2, H], start and end; HF
+    # AlbertForQuestionAnswering's Linear(H, 2) on the sequence output (start = row 0).
+    ("cls/squad/output_weights", "squad_head.output_weights", HF_QA_OUTPUTS + ".weight"),
+    ("cls/squad/output_bias", "squad_head.output_bias", HF_QA_OUTPUTS + ".bias"),
     # SQuAD v2.0 (AlbertSquadModel, official run_squad_v2.py): top-level scopes.
     ("start_logits/dense", "squad_head.start_dense", None),
     ("end_logits/dense_0", "squad_head.end_dense_0", None),

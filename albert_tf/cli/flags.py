@@ -1,24 +1,73 @@
-"""The flags the run_* scripts share, defined once, and their conversion into typed configs.
+"""The command-line layer: the flags the scripts share, defined once, and each script's flags ->
+typed configs.
 
-Only the top-level scripts import this module: they define their flags here (shared groups) and
-in their own file (what only they have), then turn them into the library's dataclasses
-(RunConfig, RuntimeConfig, the task configs) with the functions below. Nothing under
-albert_tf/ other than this package reads absl flags.
+A top-level script defines what only it has in its own file and the shared groups here, then gets
+the library's dataclasses (its task config, RunConfig, RuntimeConfig) from its function below:
+
+  run_pretraining.py                 pretraining_configs
+  run_classifier.py                  classifier_configs (GLUE, or own data: custom_task_spec)
+  run_race.py                        race_configs
+  run_squad.py (run_squad_v1/_v2)    squad_config, then squad_run_config (it asks the task
+                                     whether --predict_file has answers)
+  create_pretraining_data.py         instance_options
+  every run_* script                 runtime_config
+
+The commands whose flags all live in this package are beside this module and start through
+`run_command`: convert.py (`python -m albert_tf.checkpoints.convert`), export.py
+(export_savedmodel.py) and tools.py (`python -m albert_tf.tools.<tool>`). Only this package and
+the top-level scripts define or read absl flags; nothing else under albert_tf/ does
+(tests/cli/test_no_flags_below_cli.py).
 
 Official flags keep their official names, defaults and meaning; extras say "Extra:".
 """
 
+import os
+import sys
+
+from absl import app
 from absl import flags
 
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, run_main
 
 FLAGS = flags.FLAGS
+
+
+def _list_in_help(names):
+  """Lists flags defined here in the running command's --help, which absl limits to the flags
+  of the main module (the script, or the module run with -m)."""
+  for name in names:
+    FLAGS.register_key_flag_for_module(sys.argv[0], FLAGS[name])
 
 
 def _define(define, name, *args, **kwargs):
   """Defines a flag unless a script already has it (the groups may overlap)."""
   if name not in FLAGS:
     define(name, *args, **kwargs)
+    _list_in_help([name])
+
+
+def parse_flags(argv):
+  """absl's flag parsing, with a bad value or an unknown flag reported as every bad input is:
+  one `error:` line and exit status 2 (absl's own: a FATAL line and status 1)."""
+  try:
+    return FLAGS(argv)
+  except flags.Error as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run(main):
+  """Runs a script's `main(argv)`: flags parsed by `parse_flags`, errors by `run_main`."""
+  app.run(run_main(main), flags_parser=parse_flags)
+
+
+def run_command(define_flags, main):
+  """Runs a command whose flags live in albert_tf/cli/: defines them (listed in its --help),
+  parses the command line and calls `main` (bad input: one `error:` line, exit status 2)."""
+  before = set(FLAGS)
+  define_flags()
+  _list_in_help(sorted(set(FLAGS) - before))
+  run(main)
 
 
 def define_model_flags(vocabulary=True, hub_module=True):
@@ -76,13 +125,48 @@ def define_step_flags(train_step=1000, warmup_step=0, optimizer=True):
 
 def define_export_flags():
   """Extras of the scripts that write a serving SavedModel with --export_dir."""
-  _define(flags.DEFINE_enum, "export_precision", "fp32", ["fp32", "bf16"],
+  _define(flags.DEFINE_enum, "export_precision", "fp32", ["fp32", "bf16", "auto"],
           "Extra: compute precision of the --export_dir SavedModel, whatever --precision trained "
-          "it: fp32, or bf16 (bfloat16 weights and matmuls, LayerNorm in float32; faster on "
-          "CPUs with AMX/AVX512-BF16, slower on CPUs without them).")
+          "it: fp32; bf16 (bfloat16 weights and matmuls, LayerNorm in float32: faster only where "
+          "TensorFlow's oneDNN runs bfloat16 matmuls natively, AVX512-BF16 or AMX, else "
+          "1.1-2.5x slower); or auto (times both at batch 1 on this machine, exports the faster "
+          "and records the timings in the export's assets.extra/albert_export.json).")
   _define(flags.DEFINE_enum, "tflite_quantize", "none", ["none", "dynamic"],
           "Extra: the --export_dir step also writes albert_model.tflite (batch 1, token ids in); "
           "none: float32 weights, dynamic: int8 weights (about 4x smaller, float activations).")
+
+
+# run_classifier's flags for a task on the user's own files rather than a GLUE task.
+CUSTOM_TASK_FLAGS = ("data_format", "header", "text_a_column", "text_b_column", "label_column",
+                     "id_column", "labels", "regression")
+
+
+def define_custom_task_flags():
+  """Extras of run_classifier.py: fine-tuning on your own TSV, CSV or JSON Lines files
+  (--task_name=custom, see albert_tf.data.custom_task)."""
+  _define(flags.DEFINE_enum, "data_format", "auto", ["auto", "tsv", "csv", "jsonl"],
+          "Extra, own data (--task_name=custom): the format of <data_dir>/train|dev|test.<ext>; "
+          "auto: each file's extension (.tsv, .csv, .jsonl).")
+  _define(flags.DEFINE_bool, "header", True,
+          "Extra, own data: TSV/CSV files start with a header line naming the columns "
+          "(--noheader: columns are numbers from 0).")
+  _define(flags.DEFINE_string, "text_a_column", None,
+          "Extra, own data: the column of the text to classify (a header name, a JSON key, or "
+          "a number from 0). Required for own data.")
+  _define(flags.DEFINE_string, "text_b_column", None,
+          "Extra, own data: the column of the second text (sentence-pair tasks).")
+  _define(flags.DEFINE_string, "label_column", "label",
+          "Extra, own data: the label column (test files need none).")
+  _define(flags.DEFINE_string, "id_column", None,
+          "Extra, own data: a column of example ids for predictions.tsv (default: each "
+          "example's number in its file, from 0).")
+  _define(flags.DEFINE_list, "labels", None,
+          "Extra, own data: the labels, comma-separated, in the order of the classifier's "
+          "outputs. Default: as recorded in <output_dir>/label_list.json by the run that "
+          "trained there, else the training file's labels sorted (integers by value).")
+  _define(flags.DEFINE_bool, "regression", False,
+          "Extra, own data: the label is a number to predict (metrics Pearson, Spearman), not "
+          "a class.")
 
 
 def define_runtime_flags():
@@ -129,7 +213,14 @@ def define_runtime_flags():
           "resume.")
 
 
-# ------------------------------------------------------------------------ flags -> configs
+# ---------------------------------------------------------------- flags -> configs: shared
+def require_flags(names, f=FLAGS):
+  """One-line error naming the first of the flags `names` that is not set."""
+  for name in names:
+    if not getattr(f, name):
+      raise AlbertError(f"--{name} is required")
+
+
 def runtime_config(f=FLAGS):
   """RuntimeConfig from the runtime flags."""
   from albert_tf.training.runtime import RuntimeConfig  # pylint: disable=g-import-not-at-top
@@ -184,13 +275,153 @@ def sentence_task_values(source, f=FLAGS):
               max_seq_length=f.max_seq_length, cached_dir=f.cached_dir or f.output_dir,
               spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
-              dropout_prob=f.dropout_prob)
+              dropout_rate=f.dropout_prob)
 
 
+# ------------------------------------------------------- flags -> configs: one per script
+def pretraining_configs(f=FLAGS):
+  """(PretrainingConfig, RunConfig) of run_pretraining.py."""
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.training.runner import RunConfig  # pylint: disable=g-import-not-at-top
+  require_flags(("albert_config_file", "input_file", "output_dir"), f)
+  require_action(("do_train", "do_eval"), f)
+  if f.num_train_steps <= 0:  # (RunConfig checks it too, under run_classifier's name)
+    raise AlbertError(f"--num_train_steps={f.num_train_steps} is invalid: expected > 0")
+  run_config = RunConfig(
+      output_dir=f.output_dir, do_train=f.do_train, do_eval=f.do_eval,
+      train_batch_size=f.train_batch_size, eval_batch_size=f.eval_batch_size,
+      train_steps=f.num_train_steps, warmup_steps=f.num_warmup_steps,
+      start_warmup_step=f.start_warmup_step, poly_power=f.poly_power,
+      learning_rate=f.learning_rate, optimizer=f.optimizer,
+      save_checkpoints_steps=f.save_checkpoints_steps,
+      keep_checkpoint_max=f.keep_checkpoint_max, max_eval_steps=f.max_eval_steps)
+  task_config = PretrainingConfig(
+      albert_config=AlbertConfig.from_json_file(f.albert_config_file),
+      input_file=f.input_file, max_seq_length=f.max_seq_length,
+      max_predictions_per_seq=f.max_predictions_per_seq, init_checkpoint=f.init_checkpoint,
+      init_from_group0=f.init_from_group0, shuffle_seed=f.shuffle_seed,
+      masked_lm_budget=f.masked_lm_budget)
+  return task_config, run_config
+
+
+def _custom_task_requested(f=FLAGS):
+  """Whether run_classifier's --task_name is a task on the user's own data: `custom`, or any
+  name that is no GLUE task when own-data flags are given. A GLUE task with own-data flags, or
+  an unknown name without them, is a one-line error."""
+  from albert_tf.data import custom_task, glue  # pylint: disable=g-import-not-at-top
+  given = [name for name in CUSTOM_TASK_FLAGS if name in f and f[name].present]
+  if (f.task_name or "").strip().lower() == custom_task.CUSTOM_TASK:
+    return True
+  try:
+    glue.get_task(f.task_name)
+  except AlbertError as e:
+    if given:
+      return True
+    raise AlbertError(f"{e}; for your own data: --task_name=custom --text_a_column=... (see "
+                      "the README: Fine-tune on your own data)") from None
+  if given:
+    raise AlbertError(f"--{given[0]} is for your own data, but --task_name={f.task_name} is a "
+                      "GLUE task (own data: --task_name=custom, or a name of yours)")
+  return False
+
+
+def custom_task_spec(f=FLAGS):
+  """The CustomTaskSpec the own-data flags describe (its label list resolved: given, recorded
+  in <output_dir>/label_list.json, or inferred from the training file)."""
+  from albert_tf.data import custom_task  # pylint: disable=g-import-not-at-top
+  require_flags(("data_dir", "output_dir"), f)
+  columns = custom_task.Columns(text_a=f.text_a_column, text_b=f.text_b_column,
+                                label=f.label_column, id=f.id_column)
+  return custom_task.build_spec(
+      f.task_name, f.data_dir, columns, labels=f.labels, regression=f.regression,
+      data_format=f.data_format, header=f.header,
+      label_list_file=os.path.join(f.output_dir, custom_task.LABEL_LIST_FILE))
+
+
+def classifier_configs(f=FLAGS):
+  """(GlueConfig, RunConfig) of run_classifier.py: a GLUE task, or one on the user's own files.
+
+  The task's flags and files are checked first, before TensorFlow is imported."""
+  custom = _custom_task_requested(f)  # an unknown task is the first thing to report
+  spec = custom_task_spec(f) if custom else None
+  run_config = step_job_config(f)
+  from albert_tf.tasks.glue import GlueConfig  # pylint: disable=g-import-not-at-top
+  task_config = GlueConfig(task_name=f.task_name, spec=spec,
+                           threshold_to_export=f.threshold_to_export,
+                           **sentence_task_values(model_source(f), f))
+  return task_config, run_config
+
+
+def race_configs(f=FLAGS):
+  """(RaceConfig, RunConfig) of run_race.py."""
+  from albert_tf.tasks.race import RaceConfig  # pylint: disable=g-import-not-at-top
+  if (f.task_name or "race").lower() != "race":
+    raise AlbertError(f"--task_name={f.task_name!r} is not a known task; known tasks: race")
+  run_config = step_job_config(f)
+  task_config = RaceConfig(
+      max_qa_length=f.max_qa_length, high_only=f.high_only, middle_only=f.middle_only,
+      train_file=f.train_file, eval_file=f.eval_file, predict_file=f.predict_file,
+      **sentence_task_values(model_source(f), f))
+  return task_config, run_config
+
+
+def squad_config(f=FLAGS):
+  """SquadConfig of run_squad.py (and run_squad_v1.py / run_squad_v2.py)."""
+  from albert_tf.tasks.squad import SquadConfig  # pylint: disable=g-import-not-at-top
+  require_action(("do_train", "do_predict", "export_dir"), f)
+  source = model_source(f)
+  return SquadConfig(
+      albert_config=source.config, spm_model_file=source.spm_model_file,
+      vocab_file=f.vocab_file, do_lower_case=source.do_lower_case,
+      init_checkpoint=source.init_checkpoint, version_2_with_negative=f.version_2_with_negative,
+      train_file=f.train_file if f.do_train else None,
+      predict_file=f.predict_file if f.do_predict else None,  # (needed when predicting)
+      cache_dir=f.output_dir, train_feature_file=f.train_feature_file,
+      predict_feature_file=f.predict_feature_file,
+      predict_feature_left_file=f.predict_feature_left_file,
+      max_seq_length=f.max_seq_length, doc_stride=f.doc_stride,
+      max_query_length=f.max_query_length, n_best_size=f.n_best_size,
+      max_answer_length=f.max_answer_length, start_n_top=f.start_n_top,
+      end_n_top=f.end_n_top, dropout_rate=f.dropout_prob,
+      null_score_diff_threshold=f.null_score_diff_threshold, shuffle_seed=f.seed)
+
+
+def squad_run_config(has_gold_answers, f=FLAGS):
+  """RunConfig of run_squad.py; `has_gold_answers`: whether --predict_file's questions carry
+  answers (the task reads the file to know).
+
+  The official --do_predict evaluates every checkpoint when the file has answers (keeping the
+  best F1), and otherwise predicts with model.ckpt-best (else the latest checkpoint).
+  """
+  evaluate = f.do_predict and has_gold_answers
+  return job_config(f, do_eval=evaluate, do_predict=f.do_predict and not evaluate,
+                    eval_batch_size=f.predict_batch_size, num_train_epochs=f.num_train_epochs,
+                    warmup_proportion=f.warmup_proportion)
+
+
+def instance_options(f=FLAGS):
+  """InstanceOptions of create_pretraining_data.py, after its required flags are checked."""
+  from albert_tf.data.pretraining import instances  # pylint: disable=g-import-not-at-top
+  require_flags(("input_file", "output_file"), f)
+  if not f.spm_model_file and not f.vocab_file:
+    raise AlbertError("--spm_model_file (or --vocab_file for WordPiece) is required")
+  if f.input_file_mode not in ("r", "rb"):
+    raise AlbertError(f"--input_file_mode={f.input_file_mode}: expected 'r' or 'rb'")
+  return instances.InstanceOptions(
+      max_seq_length=f.max_seq_length, max_predictions_per_seq=f.max_predictions_per_seq,
+      masked_lm_prob=f.masked_lm_prob, short_seq_prob=f.short_seq_prob, ngram=f.ngram,
+      do_whole_word_mask=f.do_whole_word_mask, favor_shorter_ngram=f.favor_shorter_ngram,
+      do_permutation=f.do_permutation, random_next_sentence=f.random_next_sentence,
+      dupe_factor=f.dupe_factor)
+
+
+# ------------------------------------------------------------------------------ output
 def print_results(summary):
   """The script's closing line: the best checkpoint and its results, when it evaluated."""
   result = summary.get("best_result")
   if result:
+    from albert_tf.training.progress import format_value  # pylint: disable=g-import-not-at-top
     print(f"{summary['task']}: best checkpoint {summary['best_checkpoint']}: " + ", ".join(
-        f"{k} = {v:.4f}" if isinstance(v, float) else f"{k} = {v}"
+        f"{k} = {format_value(v)}" if isinstance(v, float) else f"{k} = {v}"
         for k, v in sorted(result.items())), flush=True)

@@ -51,18 +51,28 @@ def convert_classifier_example(example, label_list, max_seq_length, tokenizer):
     {"input_ids", "input_mask", "segment_ids": [max_seq_length] ints, "label_ids": int or
     float, "is_real_example": 1}.
   """
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  tokens_a, tokens_b = packing.fit_classifier_tokens(tokens_a, tokens_b, max_seq_length)
-  tokens, segment_ids = packing.pack_tokens(tokens_a, tokens_b, max_seq_length)
-  input_ids, input_mask, segment_ids = _ids_mask_segments(tokenizer, tokens, segment_ids,
-                                                          max_seq_length)
   if label_list:
     label = list(label_list).index(example.label)
   else:
     label = float(example.label)
-  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids,
-          "label_ids": label, "is_real_example": 1}
+  return dict(encode_text_pair(example.text_a, example.text_b, max_seq_length, tokenizer),
+              label_ids=label, is_real_example=1)
+
+
+def encode_text_pair(text_a, text_b, max_seq_length, tokenizer):
+  """`[CLS] A [SEP] (B [SEP])` ids, truncated and padded to max_seq_length as the official
+  feature writer (and the serving signature) do.
+
+  Returns:
+    {"input_ids", "input_mask", "segment_ids": [max_seq_length] python ints}.
+  """
+  tokens_a = tokenizer.tokenize(text_a)
+  tokens_b = tokenizer.tokenize(text_b) if text_b else None
+  tokens_a, tokens_b = packing.fit_classifier_tokens(tokens_a, tokens_b, max_seq_length)
+  tokens, segment_ids = packing.pack_tokens(tokens_a, tokens_b, max_seq_length)
+  input_ids, input_mask, segment_ids = _ids_mask_segments(tokenizer, tokens, segment_ids,
+                                                          max_seq_length)
+  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
 
 
 def convert_race_example(example, max_seq_length, max_qa_length, tokenizer):

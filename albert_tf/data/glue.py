@@ -13,12 +13,12 @@ GLUE files are not CSV-quoted (SST-2 and MNLI contain bare quote characters).
 
 import dataclasses
 import os
-from typing import Callable, Optional, Sequence, Union
+from typing import Callable, ClassVar, Optional, Sequence, Union
 
 from albert_tf import fileio
+from albert_tf.data.table_files import read_text
 from albert_tf.errors import AlbertError
-
-SPLITS = ("train", "dev", "test")
+from albert_tf.metrics import glue_metrics
 
 
 @dataclasses.dataclass
@@ -56,7 +56,12 @@ class _SplitFormat:
 
 @dataclasses.dataclass(frozen=True)
 class GlueTaskSpec:
-  """Everything task-specific: files, labels, metric, and GLUE submission format."""
+  """Everything task-specific: files, labels, metric, and GLUE submission format.
+
+  The methods below are what ClassificationTask asks of a task spec; a task on the user's own
+  files answers them too (`albert_tf.data.custom_task.CustomTaskSpec`).
+  """
+  kind: ClassVar[str] = "glue"
   name: str
   directory: str
   labels: Sequence[str]  # empty for regression
@@ -79,6 +84,35 @@ class GlueTaskSpec:
   @property
   def num_labels(self):
     return 1 if self.is_regression else len(self.labels)
+
+  @property
+  def problem_type(self):
+    """The task type, by the name of the HF config's `problem_type`."""
+    return "regression" if self.is_regression else "single_label_classification"
+
+  def split_path(self, data_dir, split):
+    return split_path(data_dir, self, split)
+
+  def read_examples(self, data_dir, split, process_text=None):
+    return read_examples(data_dir, self, split, process_text=process_text)
+
+  def cache_settings(self, data_dir, split):
+    """What the cached features of `split` depend on (besides the tokenizer)."""
+    return {"task": self.name, "data_file": fileio.file_fingerprint(
+        split_path(data_dir, self, split))}
+
+  def metrics(self, labels, predictions):
+    return glue_metrics.task_metrics(self.name, labels, predictions)
+
+  def write_predictions(self, output_dir, examples, probabilities, predictions):
+    """The GLUE submission file, also as the official `submit_results.tsv`."""
+    del probabilities  # (test_results.tsv, written by the task)
+    for name in ("submit_results.tsv", self.submission_file):
+      write_submission(os.path.join(output_dir, name), self, examples, predictions)
+    return {}
+
+  def record_labels(self):
+    """GLUE's label lists are fixed: nothing to record."""
 
 
 def _fmt(file, header, guid, text_a, text_b, label, num_columns=None):
@@ -203,16 +237,7 @@ def split_path(data_dir, task, split):
 
 
 def _read_lines(path):
-  try:
-    with open(path, "r", encoding="utf-8") as f:
-      return f.read().split("\n")
-  except FileNotFoundError:
-    raise AlbertError(f"{path}: file not found (expected the standard GLUE layout "
-                      f"<data_dir>/<Task>/<split>.tsv)") from None
-  except UnicodeDecodeError as e:
-    raise AlbertError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-  except OSError as e:
-    raise AlbertError(f"{path}: cannot read ({e.strerror})") from None
+  return read_text(path, "the standard GLUE layout <data_dir>/<Task>/<split>.tsv").split("\n")
 
 
 def read_examples(data_dir, task, split, process_text: Optional[Callable[[str], str]] = None):

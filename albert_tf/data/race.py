@@ -12,13 +12,12 @@ As in the official `race_utils`, every question becomes one example with four
 
 import dataclasses
 import hashlib
-import json
 import os
 from typing import Callable, List, Optional
 
 from absl import logging
 
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, parse_json_object
 
 ALL_FILE = "all.txt"
 LEVELS = ("middle", "high")
@@ -104,13 +103,8 @@ def _read_file(path, level, process_text):
     if not line.strip():
       continue
     where = f"{path}:{line_number}"
-    try:
-      passage = json.loads(line)
-    except json.JSONDecodeError as e:
-      raise AlbertError(f"{where}: not JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(passage, dict):
-      raise AlbertError(f"{where}: expected a JSON object with article, questions, options, "
-                        f"answers")
+    passage = parse_json_object(
+        line, where, "a JSON object with article, questions, options, answers")
     for key in ("article", "questions", "options"):
       if key not in passage:
         raise AlbertError(f"{where}: missing {key!r}")

@@ -251,107 +251,113 @@ def check_window_lengths(max_seq_length, max_query_length, doc_stride):
     raise AlbertError(f"--doc_stride={doc_stride} is invalid: expected > 0")
 
 
+@dataclasses.dataclass
+class _EncodedExample:
+  """One question's ids and its passage's pieces, ids and piece-to-character maps."""
+  query_ids: list
+  doc_pieces: list
+  doc_ids: list
+  tok_start_to_orig: list  # first character of each piece
+  tok_end_to_orig: list  # last character of each piece (inclusive)
+  answer_span: tuple  # (first piece, last piece) of the answer; (0, 0) when none
+
+
+def _encode_example(example, tokenizer, max_query_length, is_training):
+  query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question_text))
+  doc_pieces, offsets = tokenizer.tokenize_with_offsets(example.paragraph_text)
+  answer_span = (0, 0)
+  if is_training and not example.is_impossible:
+    answer_span = answer_token_span(offsets, example.start_position,
+                                    example.start_position + len(example.orig_answer_text))
+    if answer_span is None:  # unreachable for answers validated by parse_squad_examples
+      raise AlbertError(f"question {example.qas_id}: answer maps to no passage piece")
+  return _EncodedExample(
+      query_ids=query_ids[:max_query_length], doc_pieces=doc_pieces,
+      doc_ids=tokenizer.convert_tokens_to_ids(doc_pieces),
+      tok_start_to_orig=[start for start, _ in offsets],
+      # Inclusive last character; a bare "▁" (empty span) ends just before where it starts.
+      tok_end_to_orig=[end - 1 for _, end in offsets], answer_span=answer_span)
+
+
+def _window_feature(encoded, example, doc_spans, doc_span_index, tokenizer, max_seq_length,
+                    is_training):
+  """The SquadFeature fields of one window `[CLS] question [SEP] passage span [SEP]`, padded
+  (without unique_id and example_index)."""
+  span_start, span_length = doc_spans[doc_span_index]
+  query_ids = encoded.query_ids
+  cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
+  cls_piece, sep_piece = tokenizer.convert_ids_to_tokens([cls_id, sep_id])
+  doc_offset = len(query_ids) + 2
+  input_ids = [cls_id] + query_ids + [sep_id]
+  segment_ids = [0] * len(input_ids)
+  p_mask = [0] + [1] * (len(query_ids) + 1)
+  token_is_max_context = {}
+  for i in range(span_start, span_start + span_length):
+    token_is_max_context[len(input_ids)] = _check_is_max_context(doc_spans, doc_span_index, i)
+    input_ids.append(encoded.doc_ids[i])
+    segment_ids.append(1)
+    p_mask.append(0)
+  input_ids.append(sep_id)
+  segment_ids.append(1)
+  p_mask.append(1)
+  paragraph_len = len(input_ids)
+  tokens = ([cls_piece] + tokenizer.convert_ids_to_tokens(query_ids) + [sep_piece] +
+            encoded.doc_pieces[span_start:span_start + span_length] + [sep_piece])
+  input_mask = [1] * len(input_ids)
+  padding = max_seq_length - len(input_ids)
+
+  is_impossible = example.is_impossible
+  start_position = end_position = 0
+  if is_training and not is_impossible:
+    tok_start, tok_end = encoded.answer_span
+    if tok_start >= span_start and tok_end <= span_start + span_length - 1:
+      start_position = tok_start - span_start + doc_offset
+      end_position = tok_end - span_start + doc_offset
+    else:  # this window misses the answer: train it to point at [CLS]
+      is_impossible = True
+  return dict(
+      doc_span_index=doc_span_index,
+      tok_start_to_orig_index=encoded.tok_start_to_orig[span_start:span_start + span_length],
+      tok_end_to_orig_index=encoded.tok_end_to_orig[span_start:span_start + span_length],
+      token_is_max_context=token_is_max_context, tokens=tokens,
+      input_ids=input_ids + [0] * padding, input_mask=input_mask + [0] * padding,
+      segment_ids=segment_ids + [0] * padding, p_mask=p_mask + [1] * padding,
+      paragraph_len=paragraph_len, doc_offset=doc_offset, start_position=start_position,
+      end_position=end_position, is_impossible=is_impossible)
+
+
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                  max_query_length, is_training, log_every=1000):
   """Yields SquadFeature for each window of each example (official ALBERT rules).
 
   Args:
     examples: list of SquadExample.
-    tokenizer: `albert_tf.tokenization.FullTokenizer` with a SentencePiece model.
+    tokenizer: `albert_tf.text.tokenization.FullTokenizer` with a SentencePiece model.
     max_seq_length, doc_stride, max_query_length: as the official flags.
     is_training: label windows (windows that miss the answer become "impossible": start = end = 0
       on [CLS], as the official code does, also for v1.1).
   """
   check_window_lengths(max_seq_length, max_query_length, doc_stride)
-  cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
-  cls_piece, sep_piece = tokenizer.convert_ids_to_tokens([cls_id, sep_id])
   unique_id = FIRST_UNIQUE_ID
   num_pos = num_neg = 0
   started = time.time()
   for example_index, example in enumerate(examples):
     if log_every and example_index and example_index % log_every == 0:
-      elapsed = time.time() - started
-      rate = example_index / max(elapsed, 1e-9)
+      rate = example_index / max(time.time() - started, 1e-9)
       logging.info("SQuAD features: %d/%d examples (%.0f examples/s, ETA %.0fs), pos %d neg %d",
                    example_index, len(examples), rate,
                    (len(examples) - example_index) / max(rate, 1e-9), num_pos, num_neg)
-
-    query_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.question_text))
-    query_ids = query_ids[:max_query_length]
-
-    doc_pieces, offsets = tokenizer.tokenize_with_offsets(example.paragraph_text)
-    doc_ids = tokenizer.convert_tokens_to_ids(doc_pieces)
-    tok_start_to_orig = [start for start, _ in offsets]
-    # Inclusive last character; a bare "▁" (empty span) ends just before where it starts.
-    tok_end_to_orig = [end - 1 for _, end in offsets]
-
-    tok_start_position = tok_end_position = 0
-    if is_training and not example.is_impossible:
-      span = answer_token_span(offsets, example.start_position,
-                               example.start_position + len(example.orig_answer_text))
-      if span is None:  # unreachable for answers validated by parse_squad_examples
-        raise AlbertError(f"question {example.qas_id}: answer maps to no passage piece")
-      tok_start_position, tok_end_position = span
-
-    max_tokens_for_doc = max_seq_length - len(query_ids) - 3  # [CLS], [SEP], [SEP]
-    doc_spans = _doc_spans(len(doc_ids), max_tokens_for_doc, doc_stride)
-    doc_offset = len(query_ids) + 2
-
-    for doc_span_index, (span_start, span_length) in enumerate(doc_spans):
-      input_ids = [cls_id] + query_ids + [sep_id]
-      segment_ids = [0] * len(input_ids)
-      p_mask = [0] + [1] * (len(query_ids) + 1)
-      token_is_max_context = {}
-      for i in range(span_start, span_start + span_length):
-        token_is_max_context[len(input_ids)] = _check_is_max_context(
-            doc_spans, doc_span_index, i)
-        input_ids.append(doc_ids[i])
-        segment_ids.append(1)
-        p_mask.append(0)
-      input_ids.append(sep_id)
-      segment_ids.append(1)
-      p_mask.append(1)
-      paragraph_len = len(input_ids)
-      tokens = ([cls_piece] + tokenizer.convert_ids_to_tokens(query_ids) + [sep_piece] +
-                doc_pieces[span_start:span_start + span_length] + [sep_piece])
-      input_mask = [1] * len(input_ids)
-      padding = max_seq_length - len(input_ids)
-      input_ids += [0] * padding
-      input_mask += [0] * padding
-      segment_ids += [0] * padding
-      p_mask += [1] * padding
-
-      span_is_impossible = example.is_impossible
-      start_position = end_position = 0
-      if is_training and not span_is_impossible:
-        span_end = span_start + span_length - 1
-        if tok_start_position >= span_start and tok_end_position <= span_end:
-          start_position = tok_start_position - span_start + doc_offset
-          end_position = tok_end_position - span_start + doc_offset
-        else:  # this window misses the answer: train it to point at [CLS]
-          span_is_impossible = True
-
-      if span_is_impossible:
+    encoded = _encode_example(example, tokenizer, max_query_length, is_training)
+    max_tokens_for_doc = max_seq_length - len(encoded.query_ids) - 3  # [CLS], [SEP], [SEP]
+    doc_spans = _doc_spans(len(encoded.doc_ids), max_tokens_for_doc, doc_stride)
+    for doc_span_index in range(len(doc_spans)):
+      fields = _window_feature(encoded, example, doc_spans, doc_span_index, tokenizer,
+                               max_seq_length, is_training)
+      if fields["is_impossible"]:
         num_neg += 1
       else:
         num_pos += 1
-      yield SquadFeature(
-          unique_id=unique_id,
-          example_index=example_index,
-          doc_span_index=doc_span_index,
-          tok_start_to_orig_index=tok_start_to_orig[span_start:span_start + span_length],
-          tok_end_to_orig_index=tok_end_to_orig[span_start:span_start + span_length],
-          token_is_max_context=token_is_max_context,
-          tokens=tokens,
-          input_ids=input_ids,
-          input_mask=input_mask,
-          segment_ids=segment_ids,
-          p_mask=p_mask,
-          paragraph_len=paragraph_len,
-          doc_offset=doc_offset,
-          start_position=start_position,
-          end_position=end_position,
-          is_impossible=span_is_impossible)
+      yield SquadFeature(unique_id=unique_id, example_index=example_index, **fields)
       unique_id += 1
   logging.info("SQuAD features: %d examples -> %d features (pos %d, neg %d) in %.1fs",
                len(examples), num_pos + num_neg, num_pos, num_neg, time.time() - started)

@@ -1,7 +1,8 @@
 """Fine-tuned model -> TF Serving SavedModel (see `albert_tf.export.serving` for signatures)."""
 
+from albert_tf.export import precision as precision_lib
 from albert_tf.export import serving
-from albert_tf.export.precision import serving_copy
+from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
 
 
 def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
@@ -13,9 +14,19 @@ def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
                           do_lower_case=do_lower_case)
 
 
+def _token_ids_probe(config, shape):
+  """module -> one timing request of `shape` through its token_ids function (choose_serving)."""
+  features = precision_lib.probe_features(config, shape)
+
+  def probe(module):
+    token_ids = module.token_ids_fn()
+    return lambda: token_ids(**features)
+  return probe
+
+
 def _assets(model, spm_model_file):
-  return [(serving.SPM_ASSET_NAME, spm_model_file),
-          ("albert_config.json", model.config.to_json_string().encode("utf-8"))]
+  return [(SPM_ASSET_NAME, spm_model_file),
+          (CONFIG_ASSET_NAME, model.config.to_json_string().encode("utf-8"))]
 
 
 def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_file=None,
@@ -30,21 +41,27 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
     spm_model_file: SentencePiece model for the raw-text signature; without it (WordPiece
       models) only the token-id and tf.Example signatures are written.
     text_pair: raw-text signature takes text_a and text_b (else text_a only).
-    precision: compute precision of the export, "fp32" or "bf16" (see export/precision.py).
+    precision: compute precision of the export, "fp32", "bf16", or "auto" (the faster of the
+      two on this machine, timed at batch 1; the timings go into the export's info as
+      `precision_choice`). See export/precision.py.
     threshold: the official --threshold_to_export: returned as `threshold` by every signature.
   Returns:
     the absolute path of the version directory written.
   """
   text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
-  model = serving_copy(model, precision)
-  module = serving.ClassifierServing(model, label_list, max_seq_length, text_tokenizer,
-                                     text_pair=text_pair, threshold=threshold)
+  module, measured = precision_lib.choose_serving(
+      model, precision,
+      lambda copy: serving.ClassifierServing(copy, label_list, max_seq_length, text_tokenizer,
+                                             text_pair=text_pair, threshold=threshold),
+      _token_ids_probe(model.config, [1, max_seq_length]),
+      f"token_ids, batch 1 x {max_seq_length} tokens")
   identity = serving.model_identity(
       "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
       labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case),
       precision=precision)
   return serving.write_serving_savedmodel(module, export_dir, identity,
-                                          _assets(model, spm_model_file))
+                                          _assets(model, spm_model_file),
+                                          measured)
 
 
 def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
@@ -52,16 +69,20 @@ def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
   """Writes an AlbertMultipleChoice (RACE) as a new TF Serving version `<export_dir>/<version>/`.
 
   Raw-text signature inputs: article [batch], question [batch], options [batch, 4].
-  precision: "fp32" or "bf16", as for `export_classifier`.
+  precision: "fp32", "bf16" or "auto", as for `export_classifier`.
   """
-  model = serving_copy(model, precision)
   text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
-  module = serving.MultipleChoiceServing(model, max_seq_length, max_qa_length,
-                                         num_choices=model.num_choices,
-                                         text_tokenizer=text_tokenizer)
+  module, measured = precision_lib.choose_serving(
+      model, precision,
+      lambda copy: serving.MultipleChoiceServing(copy, max_seq_length, max_qa_length,
+                                                 num_choices=model.num_choices,
+                                                 text_tokenizer=text_tokenizer),
+      _token_ids_probe(model.config, [1, model.num_choices, max_seq_length]),
+      f"token_ids, batch 1 x {model.num_choices} choices x {max_seq_length} tokens")
   identity = serving.model_identity(
       "albert_multiple_choice", model, max_seq_length, spm_model_file, task="race",
       num_choices=model.num_choices, max_qa_length=max_qa_length,
       do_lower_case=bool(do_lower_case), precision=precision)
   return serving.write_serving_savedmodel(module, export_dir, identity,
-                                          _assets(model, spm_model_file))
+                                          _assets(model, spm_model_file),
+                                          measured)

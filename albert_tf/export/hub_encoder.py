@@ -23,6 +23,7 @@ import tensorflow as tf
 from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
+from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
 
@@ -92,12 +93,12 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
     staging = tmp_dir + "-assets"
     try:
       staged = serving.stage_assets(staging, [
-          (serving.SPM_ASSET_NAME, spm_model_file),
-          ("30k-clean.vocab", vocab if vocab and os.path.exists(vocab) else None),
-          ("albert_config.json", pretrainer.config.to_json_string().encode("utf-8"))])
+          (SPM_ASSET_NAME, spm_model_file),
+          (VOCAB_ASSET_NAME, vocab if vocab and os.path.exists(vocab) else None),
+          (CONFIG_ASSET_NAME, pretrainer.config.to_json_string().encode("utf-8"))])
       assets = [tf.saved_model.Asset(p) for p in staged]
       spm_asset = next((a for a, p in zip(assets, staged)
-                        if os.path.basename(p) == serving.SPM_ASSET_NAME), None)
+                        if os.path.basename(p) == SPM_ASSET_NAME), None)
       module = HubEncoderModule(pretrainer, spm_asset, do_lower_case)
       module.assets = assets
       tf.saved_model.save(module, tmp_dir, signatures={

@@ -8,18 +8,54 @@ dtype, so a request casts no weights:
 
   fp32  float32 weights and math (the default; the reference numerics, on any device).
   bf16  bfloat16 weights and matmuls; LayerNorm keeps float32 scale/offset and statistics and the
-        heads return float32 logits and probabilities. On CPUs with AMX or AVX512-BF16 (oneDNN)
-        1.2-1.3x faster than fp32 at batch 1 and 1.8x at batch 32 (ALBERT-base, seq 128); slower
-        on CPUs without them (emulated bfloat16).
-        Probabilities move by 1e-3 to 1e-2; see the README's serving section.
+        heads return float32 logits and probabilities. Probabilities move by 1e-3 to 1e-2; see
+        the README's serving section. Whether it is faster depends on the CPU and on TensorFlow's
+        oneDNN ops (bench/precision.py measures it): the bfloat16 matmuls are only fast where
+        oneDNN runs them with native bfloat16 instructions (AVX512-BF16 `vdpbf16ps`, AMX). With
+        the oneDNN ops off (TF_ENABLE_ONEDNN_OPTS=0) Eigen converts them to float32 sgemm, and
+        without those instructions oneDNN emulates them: 1.1-2.5x slower than fp32 (README,
+        "Serving precision"); the export then warns in one line.
+  auto  times one batch-1 request at max_seq_length through the real serving function of both
+        (`choose_serving`), exports the faster and records the timings in the export's info.
 """
 
+import platform
+import statistics
+import time
+
+from absl import logging
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
 from albert_tf.errors import AlbertError
+from albert_tf.export.saved_model_writer import PRECISION_CHOICE
 
 EXPORT_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
+AUTO = "auto"
+# What --export_precision and the exporters' `precision=` accept.
+PRECISION_CHOICES = tuple(EXPORT_PRECISIONS) + (AUTO,)
+
+# The CPU description read for the bf16 warning and recorded by "auto" (Linux).
+CPUINFO = "/proc/cpuinfo"
+# The CPU flags that decide how bfloat16 matmuls run (x86 names as in /proc/cpuinfo).
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8", "avx512_fp16", "avx512_vnni",
+              "avx_vnni", "avx_ne_convert")
+
+# "auto": untimed calls per precision first (tracing, oneDNN primitive creation), then
+# interleaved timed rounds: at least PROBE_MIN_ROUNDS, then until PROBE_BUDGET_S seconds of timing
+# or PROBE_MAX_ROUNDS rounds.
+PROBE_WARMUP_CALLS = 2
+PROBE_MIN_ROUNDS = 3
+PROBE_MAX_ROUNDS = 15
+PROBE_BUDGET_S = 2.0
+
+
+def check_precision(precision):
+  """Raises a one-line AlbertError unless `precision` is fp32, bf16 or auto."""
+  if precision not in PRECISION_CHOICES:
+    raise AlbertError(f"--export_precision={precision!r}: expected one of "
+                      f"{', '.join(PRECISION_CHOICES)}")
 
 
 def serving_copy(model, precision="fp32"):
@@ -27,13 +63,15 @@ def serving_copy(model, precision="fp32"):
 
   Args:
     model: a built albert_tf model (classifier, multiple choice, SQuAD, ...) with `get_config`.
-    precision: "fp32" or "bf16" (the names of --precision and --export_precision).
+    precision: "fp32" or "bf16" (the names of --precision and --export_precision); "auto" is
+      resolved by `choose_serving`, which builds both.
   Returns:
     a model with the same architecture and weights whose variables are in the compute dtype.
   """
-  if precision not in EXPORT_PRECISIONS:
-    raise AlbertError(f"--export_precision={precision!r}: expected one of "
-                      f"{', '.join(EXPORT_PRECISIONS)}")
+  check_precision(precision)
+  if precision == AUTO:
+    raise AlbertError("--export_precision=auto: a serving copy is fp32 or bf16; "
+                      "choose_serving times both and picks one")
   policy_name = EXPORT_PRECISIONS[precision]
   if model.dtype_policy.name == policy_name:
     return model
@@ -54,3 +92,155 @@ def serving_copy(model, precision="fp32"):
     # LayerNorm weights stay float32 in a bfloat16 copy (see layers.initializers.layer_norm).
     target.assign(tf.cast(source, target.dtype))
   return copy
+
+
+# --------------------------------------------------------------------------- the CPU
+def cpu_info(path=None):
+  """{"model", "vendor", "flags"} of this machine's CPU; flags is None where unknown.
+
+  Reads /proc/cpuinfo (x86 Linux lists the ISA extensions as `flags`); elsewhere the model is
+  platform.processor() and the flags unknown.
+  """
+  fields = {}
+  try:
+    with open(path or CPUINFO, encoding="utf-8") as f:
+      for line in f:
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key and key not in fields:
+          fields[key] = value.strip()
+        if not line.strip() and fields:  # the first processor's block is enough
+          break
+  except OSError:
+    pass
+  flags = fields.get("flags")
+  return {"model": fields.get("model name") or platform.processor() or "unknown CPU",
+          "vendor": fields.get("vendor_id", ""),
+          "flags": None if flags is None else sorted(set(flags.split()))}
+
+
+def onednn_enabled():
+  """Whether TensorFlow runs its oneDNN ops in this process, or None if it cannot tell.
+
+  On Linux TensorFlow turns them on for CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX, and
+  TF_ENABLE_ONEDNN_OPTS=0/1 overrides that (read once per process).
+  """
+  try:
+    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+    return bool(_pywrap_util_port.IsMklEnabled())
+  except (ImportError, AttributeError):
+    return None
+
+
+def machine_summary():
+  """One line for benchmark reports: CPU model, its bfloat16-related flags, oneDNN on/off."""
+  cpu, onednn = cpu_info(), onednn_enabled()
+  flags = " ".join(f for f in BF16_FLAGS if f in (cpu["flags"] or ())) or (
+      "none" if cpu["flags"] is not None else "unknown")
+  amx = "yes" if any(f.startswith("amx") for f in cpu["flags"] or ()) else "no"
+  state = {True: "on", False: "off", None: "unknown"}[onednn]
+  return (f"{cpu['model']} ({cpu['vendor'] or 'vendor unknown'}); bf16-related flags: {flags}; "
+          f"AMX: {amx}; TensorFlow {tf.__version__}, oneDNN ops {state}")
+
+
+def bf16_slowdown(cpu, onednn):
+  """Why a bf16 export would serve slower than fp32 on this machine, or None.
+
+  Args:
+    cpu: `cpu_info()`; nothing is claimed where its flags are unknown (not x86 Linux).
+    onednn: `onednn_enabled()`.
+  Returns:
+    a short reason, or None (bf16 can be faster here: native bfloat16 dot products; whether it
+    is depends on the CPU's relative bf16/fp32 throughput, which `auto` measures).
+  """
+  if cpu["flags"] is None:
+    return None
+  if onednn is False:
+    return ("TensorFlow's oneDNN ops are off in this process (TF_ENABLE_ONEDNN_OPTS=0, or a "
+            "CPU without AVX512_VNNI/AVX512_BF16/AMX), so bfloat16 matmuls run through Eigen "
+            "in float32")
+  if not {"avx512_bf16", "amx_bf16"} & set(cpu["flags"]):
+    return (f"this CPU ({cpu['model']}) has neither AVX512-BF16 nor AMX-BF16, so oneDNN "
+            f"emulates bfloat16 matmuls")
+  return None
+
+
+# --------------------------------------------------------------------------- choosing
+def probe_features(config, shape, names=("input_ids", "input_mask", "segment_ids")):
+  """One request for timing: int32 `shape` tensors, every position real.
+
+  Args:
+    config: the model's AlbertConfig (ids stay below vocab_size and type_vocab_size).
+    shape: e.g. [1, max_seq_length], or [1, num_choices, max_seq_length].
+    names: the token inputs to build; "p_mask" is all zeros (no position excluded).
+  """
+  rng = np.random.default_rng(0)
+  seq_len = shape[-1]
+  segments = (np.arange(seq_len) >= seq_len // 2).astype(np.int32)
+  values = {
+      "input_ids": rng.integers(min(5, config.vocab_size - 1), config.vocab_size, size=shape),
+      "input_mask": np.ones(shape, np.int32),
+      "segment_ids": np.broadcast_to(np.minimum(segments, config.type_vocab_size - 1), shape),
+      "p_mask": np.zeros(shape, np.int32)}
+  return {name: tf.constant(values[name].astype(np.int32)) for name in names}
+
+
+def _time_interleaved(calls):
+  """{name: [ms]} of `calls` ({name: fn}), one call of each per round, order alternating."""
+  names = list(calls)
+  for name in names:
+    for _ in range(PROBE_WARMUP_CALLS):
+      calls[name]()
+  times = {name: [] for name in names}
+  start = time.perf_counter()
+  for r in range(PROBE_MAX_ROUNDS):
+    if r >= PROBE_MIN_ROUNDS and time.perf_counter() - start > PROBE_BUDGET_S:
+      break
+    for name in (names if r % 2 == 0 else names[::-1]):
+      t = time.perf_counter()
+      calls[name]()
+      times[name].append((time.perf_counter() - t) * 1000)
+  return times
+
+
+def choose_serving(model, precision, build_module, probe, request="batch 1"):
+  """The serving module of `model` at `precision`; for "auto", the faster of fp32 and bf16.
+
+  Args:
+    model: the trained model (any training precision).
+    precision: "fp32", "bf16" or "auto".
+    build_module: serving copy -> the tf.Module whose signatures the export saves.
+    probe: module -> a function of no arguments that runs one timing request (batch 1 at the
+      export's max_seq_length, every position real: `probe_features`) through the module's
+      token-id serving function, the function its signature saves.
+    request: what `probe` sends, for the record (e.g. "batch 1 x 128 tokens").
+  Returns:
+    (module, measured): measured is None for fp32/bf16; for "auto" {PRECISION_CHOICE: record}
+    for the export's info: the chosen precision, the median ms per request of both, their
+    paired ratio, the rounds, the CPU and whether oneDNN was on.
+  """
+  check_precision(precision)
+  if precision != AUTO:
+    if precision == "bf16":
+      reason = bf16_slowdown(cpu_info(), onednn_enabled())
+      if reason:
+        logging.warning("--export_precision=bf16: %s: bf16 serves slower than fp32 here "
+                        "(1.1-2.5x measured); export fp32, or auto to time both", reason)
+    return build_module(serving_copy(model, precision)), None
+  modules = {p: build_module(serving_copy(model, p)) for p in EXPORT_PRECISIONS}
+  times = _time_interleaved({p: probe(m) for p, m in modules.items()})
+  # The median of per-round ratios: a drift in machine speed hits both calls of a round alike.
+  ratio = statistics.median(b / f for b, f in zip(times["bf16"], times["fp32"]))
+  chosen = "bf16" if ratio < 1.0 else "fp32"  # a tie keeps the reference numerics
+  cpu = cpu_info()
+  choice = {"requested": AUTO, "chosen": chosen, "request": request,
+            "median_ms": {p: round(statistics.median(ms), 3) for p, ms in times.items()},
+            "bf16_vs_fp32": round(ratio, 3), "rounds": len(times["fp32"]),
+            "cpu": cpu["model"],
+            "cpu_flags": [f for f in cpu["flags"] or () if f in BF16_FLAGS],
+            "onednn": onednn_enabled(), "tensorflow": tf.__version__}
+  logging.info("--export_precision=auto: %s (%s: fp32 %.1f ms, bf16 %.1f ms, bf16/fp32 %.2f "
+               "over %d rounds on %s)", chosen, request, choice["median_ms"]["fp32"],
+               choice["median_ms"]["bf16"], choice["bf16_vs_fp32"], choice["rounds"],
+               choice["cpu"])
+  return modules[chosen], {PRECISION_CHOICE: choice}

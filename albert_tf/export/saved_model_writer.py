@@ -19,8 +19,13 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.errors import AlbertError
+from albert_tf.export_format import EXPORT_INFO
 
-EXPORT_INFO = os.path.join("assets.extra", "albert_export.json")
+# Keys of an export's info that record how that export was made (the timings behind
+# --export_precision=auto), not what model it is: they differ between two exports of the same
+# model, so `check_export_dir` leaves them out of the comparison.
+PRECISION_CHOICE = "precision_choice"  # --export_precision=auto: choice and timings
+MEASURED_KEYS = (PRECISION_CHOICE,)
 
 
 def read_export_info(export_dir):
@@ -55,6 +60,7 @@ def check_export_dir(export_dir, identity):
   if existing is None:
     raise AlbertError(f"export directory {export_dir} already holds files that are not an "
                       f"albert_tf export; refusing to overwrite (choose an empty or new directory)")
+  existing = {key: value for key, value in existing.items() if key not in MEASURED_KEYS}
   identity = json.loads(json.dumps(identity))
   if existing != identity:
     raise AlbertError(f"export directory {export_dir} already holds a different model "
@@ -102,11 +108,12 @@ def latest_export(path):
   return versions[-1][1] if versions else None
 
 
-def write_new_version(export_base, identity, write_fn):
+def write_new_version(export_base, identity, write_fn, measured=None):
   """Calls write_fn(tmp_dir), then renames it to `<export_base>/<version>`; returns that path.
 
   TF Serving (`--model_base_path=<export_base>`) sees only whole versions: the version is
   written under a non-numeric temporary name first.
+  measured: optional {key in MEASURED_KEYS: value} written into the info beside the identity.
   Raises:
     AlbertError: export_base is a file, holds a SavedModel directly (not TF Serving's layout),
       or its newest version is a different model (or not an albert_tf export).
@@ -127,11 +134,16 @@ def write_new_version(export_base, identity, write_fn):
   with fileio.atomic_path(target) as tmp_dir:
     fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
     write_fn(tmp_dir)
-    _write_export_info(tmp_dir, identity)
+    _write_export_info(tmp_dir, identity, measured)
   logging.info("Exported SavedModel version %d to %s", version, target)
   return target
 
 
-def _write_export_info(directory, identity):
-  fileio.write_json(os.path.join(directory, EXPORT_INFO), identity, indent=2, sort_keys=True)
+def _write_export_info(directory, identity, measured=None):
+  info = dict(identity)
+  for key, value in (measured or {}).items():
+    if key not in MEASURED_KEYS:  # anything else would take part in the identity comparison
+      raise ValueError(f"export info: {key!r} is not one of MEASURED_KEYS {MEASURED_KEYS}")
+    info[key] = value
+  fileio.write_json(os.path.join(directory, EXPORT_INFO), info, indent=2, sort_keys=True)
 

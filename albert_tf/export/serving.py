@@ -32,11 +32,9 @@ import tensorflow as tf
 
 from albert_tf.export import input_checks
 from albert_tf.export.saved_model_writer import write_new_version
+from albert_tf.export_format import CORE_OPS_SUBDIR
 from albert_tf.fileio import file_sha1
 from albert_tf.text import packing
-
-CORE_OPS_SUBDIR = "core_ops"
-SPM_ASSET_NAME = "30k-clean.model"
 
 
 def _id_spec(shape):
@@ -244,11 +242,12 @@ def _save(module, path, signatures, assets):
   tf.saved_model.save(module, path, signatures=signatures)
 
 
-def write_serving_savedmodel(module, export_dir, identity, assets=()):
+def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=None):
   """Writes a new version `<export_dir>/<version>/` (all signatures, and `core_ops/` without
   tensorflow-text) atomically; returns the version directory.
 
   assets: files copied into the SavedModel's assets/ (SentencePiece model, albert_config.json).
+  measured: how the export was made, for its info file (`saved_model_writer.MEASURED_KEYS`).
   """
   def write(tmp_dir):
     token_ids = module.token_ids_fn()
@@ -268,7 +267,7 @@ def write_serving_savedmodel(module, export_dir, identity, assets=()):
             staged)
     finally:
       shutil.rmtree(staging, ignore_errors=True)
-  return write_new_version(export_dir, identity, write)
+  return write_new_version(export_dir, identity, write, measured)
 
 
 class _CoreOpsModule(tf.Module):

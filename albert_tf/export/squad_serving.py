@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from albert_tf import fileio
 from albert_tf.export import input_checks
+from albert_tf.export import precision as precision_lib
 from albert_tf.export import saved_model_writer
-from albert_tf.export.precision import serving_copy
 
 
 class SquadServing(tf.Module):
@@ -29,6 +29,7 @@ class SquadServing(tf.Module):
     names = ["input_ids", "input_mask", "segment_ids"]
     if model.version_2_with_negative:
       names.append("p_mask")
+    self.input_names = tuple(names)
     specs = [tf.TensorSpec([None, max_seq_length], tf.int32, name=n) for n in names]
 
     def serve(*tensors):
@@ -47,11 +48,18 @@ SAVED_MODEL_SUBDIR = "saved_model"
 def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None, precision="fp32"):
   """Writes `model` (weights loaded) as a new version `<export_dir>/saved_model/<version>/`.
 
-  precision: "fp32" or "bf16" (see albert_tf/export/precision.py).
+  precision: "fp32", "bf16" or "auto" (the faster on this machine, timed at batch 1; see
+    albert_tf/export/precision.py).
   Returns the version directory written.
   """
-  model = serving_copy(model, precision)
-  module = SquadServing(model, max_seq_length)
+  def probe(module):
+    features = precision_lib.probe_features(model.config, [1, max_seq_length],
+                                            module.input_names)
+    return lambda: module.serve(*features.values())  # positional, in input_names order
+
+  module, measured = precision_lib.choose_serving(
+      model, precision, lambda copy: SquadServing(copy, max_seq_length), probe,
+      f"serving_default, batch 1 x {max_seq_length} tokens")
   identity = {"kind": "albert_squad", "albert_config": model.config.to_dict(),
               "version_2_with_negative": model.version_2_with_negative,
               "max_seq_length": max_seq_length,
@@ -63,4 +71,4 @@ def export_squad_model(model, export_dir, max_seq_length, spm_model_file=None, p
                         signatures={"serving_default": module.serve.get_concrete_function()})
 
   return saved_model_writer.write_new_version(os.path.join(export_dir, SAVED_MODEL_SUBDIR),
-                                              identity, write)
+                                              identity, write, measured)

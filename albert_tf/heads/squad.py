@@ -90,13 +90,13 @@ class SquadV2Head(tf_keras.layers.Layer):
       end j at i * end_n_top + j); cls_logits [batch].
   """
 
-  def __init__(self, hidden_size, start_n_top=5, end_n_top=5, dropout_prob=0.1,
+  def __init__(self, hidden_size, start_n_top=5, end_n_top=5, dropout_rate=0.1,
                initializer_range=0.02, **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.start_n_top = start_n_top
     self.end_n_top = end_n_top
-    self.dropout_prob = dropout_prob
+    self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
 
     def dense(units, name, activation=None, use_bias=True):
@@ -109,7 +109,7 @@ class SquadV2Head(tf_keras.layers.Layer):
     self.end_layer_norm = initializers.layer_norm("end_logits/LayerNorm")
     self.end_dense_1 = dense(1, "end_logits/dense_1")
     self.answer_dense_0 = dense(hidden_size, "answer_class/dense_0", activation="tanh")
-    self.answer_dropout = tf_keras.layers.Dropout(dropout_prob)
+    self.answer_dropout = tf_keras.layers.Dropout(dropout_rate)
     self.answer_dense_1 = dense(1, "answer_class/dense_1", use_bias=False)
 
   def build(self, input_shape):
@@ -182,7 +182,7 @@ class SquadV2Head(tf_keras.layers.Layer):
         "hidden_size": self.hidden_size,
         "start_n_top": self.start_n_top,
         "end_n_top": self.end_n_top,
-        "dropout_prob": self.dropout_prob,
+        "dropout_rate": self.dropout_rate,
         "initializer_range": self.initializer_range,
     })
     return config

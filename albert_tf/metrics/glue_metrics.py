@@ -1,8 +1,9 @@
 """GLUE metrics on whole evaluation sets, in NumPy.
 
 Matthews correlation (CoLA), accuracy and F1 (MRPC, QQP), Pearson and Spearman (STS-B), accuracy
-(everything else). Keys follow the official run_classifier's eval results (`eval_accuracy`,
-`matthew_corr`, `pearson`), so eval_results.txt reads the same.
+(everything else); for tasks on your own data, the same chosen by the label type
+(`classification_metrics`, `regression_metrics`). Keys follow the official run_classifier's eval
+results (`eval_accuracy`, `matthew_corr`, `pearson`), so eval_results.txt reads the same.
 """
 
 import numpy as np
@@ -33,10 +34,22 @@ def f1_score(labels, predictions):
 
 
 def matthews_corrcoef(labels, predictions):
-  """Binary Matthews correlation; 0 when any marginal is empty (as the official div_no_nan)."""
-  tp, tn, fp, fn = _confusion(labels, predictions)
-  denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-  return float((tp * tn - fp * fn) / denominator) if denominator else 0.0
+  """Matthews correlation of class indices, binary or multi-class (Gorodkin's R_K, which is the
+  binary coefficient for two classes); 0 when a marginal is degenerate (as the official
+  div_no_nan)."""
+  labels = np.asarray(labels, dtype=np.int64).ravel()
+  predictions = np.asarray(predictions, dtype=np.int64).ravel()
+  if labels.size == 0:
+    return 0.0
+  num_classes = int(max(labels.max(), predictions.max())) + 1
+  true_counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+  predicted_counts = np.bincount(predictions, minlength=num_classes).astype(np.float64)
+  correct = float(np.sum(labels == predictions))
+  total = float(labels.size)
+  covariance = correct * total - np.dot(true_counts, predicted_counts)
+  denominator = np.sqrt((total ** 2 - np.dot(predicted_counts, predicted_counts))
+                        * (total ** 2 - np.dot(true_counts, true_counts)))
+  return float(covariance / denominator) if denominator else 0.0
 
 
 def pearson_corrcoef(x, y):
@@ -67,6 +80,25 @@ def spearman_corrcoef(x, y):
   return pearson_corrcoef(_average_ranks(x), _average_ranks(y))
 
 
+def classification_metrics(labels, predictions, num_labels):
+  """Accuracy and Matthews correlation of class indices [N], and for two labels the F1 of the
+  second (index 1)."""
+  result = {"eval_accuracy": accuracy(labels, predictions),
+            "matthew_corr": matthews_corrcoef(labels, predictions)}
+  if num_labels == 2:
+    result["f1"] = f1_score(labels, predictions)
+  return result
+
+
+def regression_metrics(labels, predictions):
+  """Pearson, Spearman and mean squared error of scores [N]."""
+  labels = np.asarray(labels, dtype=np.float64)
+  predictions = np.asarray(predictions, dtype=np.float64)
+  return {"pearson": pearson_corrcoef(predictions, labels),
+          "spearman": spearman_corrcoef(predictions, labels),
+          "MSE": float(np.mean((predictions - labels) ** 2)) if labels.size else 0.0}
+
+
 def task_metrics(task_name, labels, predictions):
   """The metrics the GLUE leaderboard reports for `task_name` (official task names).
 
@@ -76,12 +108,9 @@ def task_metrics(task_name, labels, predictions):
   Returns:
     dict of floats; classification tasks always include eval_accuracy.
   """
-  labels, predictions = np.asarray(labels), np.asarray(predictions)
   if task_name == "sts-b":
-    return {"pearson": pearson_corrcoef(predictions, labels),
-            "spearman": spearman_corrcoef(predictions, labels),
-            "MSE": float(np.mean((predictions.astype(np.float64) - labels) ** 2))
-                   if labels.size else 0.0}
+    return regression_metrics(labels, predictions)
+  labels, predictions = np.asarray(labels), np.asarray(predictions)
   result = {"eval_accuracy": accuracy(labels, predictions)}
   if task_name == "cola":
     result["matthew_corr"] = matthews_corrcoef(labels, predictions)

@@ -6,10 +6,11 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.heads.classification import ClassificationHead
 from albert_tf.networks.encoder import AlbertEncoder
+from albert_tf.pretrained import LoadableFromPretrained
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(tf_keras.Model):
+class AlbertClassifier(LoadableFromPretrained, tf_keras.Model):
   """Sentence (pair) classification / regression on the pooled output.
 
   Inputs: dict of int [batch, seq_len] input_ids, input_mask, segment_ids.

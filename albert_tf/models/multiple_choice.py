@@ -6,10 +6,11 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.heads.multiple_choice import MultipleChoiceHead
 from albert_tf.networks.encoder import AlbertEncoder
+from albert_tf.pretrained import LoadableFromPretrained
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(tf_keras.Model):
+class AlbertMultipleChoice(LoadableFromPretrained, tf_keras.Model):
   """Multiple choice as in the official run_race: one encoder pass per choice, softmax over them.
 
   Inputs: dict of int [batch, num_choices, seq_len] input_ids, input_mask, segment_ids.

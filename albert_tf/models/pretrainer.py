@@ -6,10 +6,11 @@ from albert_tf.config import AlbertConfig
 from albert_tf.heads.masked_lm import MaskedLMHead
 from albert_tf.heads.sentence_order import SentenceOrderHead
 from albert_tf.networks.encoder import AlbertEncoder
+from albert_tf.pretrained import LoadableFromPretrained
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(tf_keras.Model):
+class AlbertPretrainer(LoadableFromPretrained, tf_keras.Model):
   """The official pretraining model: `bert/` + `cls/predictions` + `cls/seq_relationship`.
 
   Inputs: dict of int [batch, seq_len] input_ids, input_mask, segment_ids, and optionally

@@ -5,12 +5,13 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.heads.squad import SquadSpanHead, SquadV2Head
 from albert_tf.networks.encoder import AlbertEncoder
+from albert_tf.pretrained import LoadableFromPretrained
 
 _ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertSquadModel(tf_keras.Model):
+class AlbertSquadModel(LoadableFromPretrained, tf_keras.Model):
   """Extractive question answering on the encoder's sequence output.
 
   Inputs: dict of int32 [batch, seq_len] input_ids, input_mask, segment_ids; for v2.0 also p_mask
@@ -25,7 +26,7 @@ class AlbertSquadModel(tf_keras.Model):
   """
 
   def __init__(self, config, version_2_with_negative=False, start_n_top=5, end_n_top=5,
-               dropout_prob=0.1, **kwargs):
+               dropout_rate=0.1, **kwargs):
     kwargs.setdefault("name", "albert_squad")
     super().__init__(**kwargs)
     if isinstance(config, dict):
@@ -34,12 +35,12 @@ class AlbertSquadModel(tf_keras.Model):
     self.version_2_with_negative = bool(version_2_with_negative)
     self.start_n_top = start_n_top
     self.end_n_top = end_n_top
-    self.dropout_prob = dropout_prob
+    self.dropout_rate = dropout_rate
     self.encoder = AlbertEncoder(config, name="encoder")
     if self.version_2_with_negative:
       self.squad_head = SquadV2Head(
           config.hidden_size, start_n_top=start_n_top, end_n_top=end_n_top,
-          dropout_prob=dropout_prob, initializer_range=config.initializer_range,
+          dropout_rate=dropout_rate, initializer_range=config.initializer_range,
           name="squad_v2_head")
     else:
       self.squad_head = SquadSpanHead(initializer_range=config.initializer_range,
@@ -58,7 +59,7 @@ class AlbertSquadModel(tf_keras.Model):
     return {"config": self.config.to_dict(),
             "version_2_with_negative": self.version_2_with_negative,
             "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
-            "dropout_prob": self.dropout_prob, "name": self.name}
+            "dropout_rate": self.dropout_rate, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

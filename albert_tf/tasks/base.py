@@ -17,8 +17,9 @@ Conventions every Task follows:
   * `build_losses` returns the loss averaged over the *global* batch (the trainer passes the
     global batch size) as a float32 scalar.
   * Whole-set evaluation (Matthews correlation, SQuAD's official F1 after n-best
-    post-processing, ...) happens in `aggregate_outputs` (per batch, numpy) and `reduce_outputs`
-    (once), as the model garden's `aggregate_logs` / `reduce_aggregated_logs`.
+    post-processing, ...) and prediction files go through `aggregate_outputs` (per batch, numpy)
+    and `reduce_outputs` (once), as the model garden's `aggregate_logs` /
+    `reduce_aggregated_logs`; `write_predictions` writes what prediction produced.
 """
 
 import abc
@@ -29,13 +30,31 @@ class Task(abc.ABC):
 
   # Human-readable name used in logs and summaries (e.g. "pretraining", "glue/mrpc").
   name = "task"
-  # The checkpoint `initialize` loads (--init_checkpoint), or None for a model trained from scratch.
-  init_checkpoint = None
+  # The task's config (a dataclass of the official flags it needs: PretrainingConfig, GlueConfig,
+  # RaceConfig, SquadConfig); the task reads it, it copies nothing out of it.
+  params = None
+  # The class names of a classification task, in the order of the head's rows (None otherwise):
+  # checkpoints that name their classes (HF id2label) are mapped onto it.
+  label_list = None
   # The evaluation result that picks model.ckpt-best (e.g. "eval_accuracy", "f1"); None: the
   # task evaluates only the latest checkpoint and keeps no best (pretraining).
   best_metric = None
-  # The sequence length of the model inputs (for the TFLite export), or None.
-  max_seq_length = None
+  # The results an evaluation reports and writes to eval_results.txt (None: all it measured).
+  eval_result_keys = None
+  # How eval_results.txt closes each checkpoint's block, as the task's official script does:
+  # "before" writes `best = <the best value before this checkpoint>` (run_classifier, run_race),
+  # "after" writes `best <metric> = <the best value so far, this checkpoint included>` (run_squad).
+  best_line = "before"
+
+  @property
+  def init_checkpoint(self):
+    """The checkpoint `initialize` loads (--init_checkpoint), or None (trained from scratch)."""
+    return self.params.init_checkpoint if self.params is not None else None
+
+  @property
+  def max_seq_length(self):
+    """The sequence length of the model inputs (for the TFLite export), or None."""
+    return self.params.max_seq_length if self.params is not None else None
 
   # ------------------------------------------------------------------ model and data
   @abc.abstractmethod
@@ -79,43 +98,27 @@ class Task(abc.ABC):
   def update_metrics(self, metrics, labels, outputs):
     """Updates the metrics from `build_metrics` with one batch (runs inside the replica fn)."""
 
-  # ------------------------------------------------------------------ whole-set evaluation
+  # ------------------------------------------------------------------ evaluation and prediction
   def aggregate_outputs(self, state, features, labels, outputs):
-    """Accumulates one eval batch (numpy dicts, already gathered from replicas) into `state`.
+    """Accumulates one batch (numpy dicts, already gathered from replicas) into `state`.
 
-    Returns the new state. `state` is None on the first batch.
+    Evaluation passes the batch's labels, prediction passes labels=None. `state` is None on the
+    first batch; returns the new state.
     """
     return state
 
-  def reduce_outputs(self, state):
-    """Turns the aggregated state into a dict of final float metrics (may be empty)."""
-    return {}
+  def reduce_outputs(self, state, mode):
+    """Turns the aggregated state into (metrics, outputs).
 
-  def eval_results(self, results):
-    """The results one evaluation reports and writes (default: all the trainer measured)."""
-    return results
+    mode "eval": metrics are the whole-set metrics (Matthews correlation, SQuAD's official F1,
+    ...; may be empty), outputs what the best checkpoint's evaluation leaves in output_dir
+    through `write_predictions` (SQuAD: its answers), or None.
+    mode "predict": metrics {}, outputs what `write_predictions` writes.
+    """
+    return {}, None
 
-  def take_eval_outputs(self):
-    """What the last evaluation produced besides metrics and the runner keeps for the best
-    checkpoint (SQuAD: its predictions), or None."""
-    return None
-
-  def write_eval_outputs(self, output_dir, eval_outputs):
-    """Writes the best checkpoint's `take_eval_outputs()` into output_dir; returns a summary."""
-    return None
-
-  def best_line(self, best_before, best_after):
-    """The line closing each checkpoint's block in eval_results.txt (official run_classifier /
-    run_race: the best value before this checkpoint)."""
-    return f"best = {best_before!r}"
-
-  # ------------------------------------------------------------------ prediction
-  def aggregate_predictions(self, state, features, outputs):
-    """Accumulates one prediction batch (numpy dicts) into `state` (None on the first batch)."""
-    raise NotImplementedError(f"{self.name} has no prediction output")
-
-  def write_predictions(self, output_dir, state):
-    """Writes the task's prediction files from the aggregated state; returns a summary."""
+  def write_predictions(self, output_dir, outputs):
+    """Writes the task's prediction files from `reduce_outputs`' outputs; returns a summary."""
     raise NotImplementedError(f"{self.name} has no prediction output")
 
   # ------------------------------------------------------------------ export

@@ -5,6 +5,7 @@ cached as TFRecords beside the run (the official `<cached_dir>/<task>_{train,eva
 and predict one class per example (test_results.tsv: one line of class probabilities each).
 """
 
+import collections
 import dataclasses
 import os
 from typing import Optional
@@ -15,6 +16,7 @@ from albert_tf import fileio
 from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features
 from albert_tf.errors import AlbertError
+from albert_tf.text.tokenization import make_tokenizer
 
 # Which split each Task mode reads.
 MODE_TO_SPLIT = {"train": "train", "eval": "dev", "predict": "test"}
@@ -31,7 +33,7 @@ class SentenceTaskConfig:
   vocab_file: Optional[str] = None
   do_lower_case: bool = True
   init_checkpoint: Optional[str] = None
-  dropout_prob: float = 0.1
+  dropout_rate: float = 0.1
 
   def __post_init__(self):
     if isinstance(self.albert_config, str):
@@ -39,15 +41,6 @@ class SentenceTaskConfig:
     self.albert_config.check_sequence_length(self.max_seq_length)
     if self.max_seq_length < 3:
       raise AlbertError(f"--max_seq_length={self.max_seq_length} is too small; expected >= 3")
-
-
-def make_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True):
-  """The official `fine_tuning_utils.create_vocab`: SentencePiece when given, else WordPiece."""
-  from albert_tf import tokenization  # pylint: disable=g-import-not-at-top
-  if not spm_model_file and not vocab_file:
-    raise AlbertError("one of --spm_model_file or --vocab_file is required")
-  return tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                    spm_model_file=spm_model_file)
 
 
 def concat_real_examples(state):
@@ -63,8 +56,10 @@ def concat_real_examples(state):
 class SentenceTaskData:
   """Tokenizer, examples, the feature cache and prediction rows of a GLUE or RACE task.
 
-  Subclasses set `self.params` (a SentenceTaskConfig) and implement `read_examples(mode)`,
-  `convert(example)`, `settings(mode)` and `predictions_from_outputs(outputs)`.
+  Subclasses call `_init_data(params)` (a SentenceTaskConfig) and implement
+  `read_examples(mode)`, `convert(example)`, `settings(mode)`, `predictions_from_outputs(outputs)`
+  and, for evaluation, `labeled_rows(labels, outputs)` (per-example arrays of a batch) and
+  `eval_metrics(rows)` (those arrays over the real examples -> metrics).
   """
 
   # Which cached file each mode writes: <cached_dir>/<name>_{train,eval,predict}.tf_record.
@@ -72,29 +67,13 @@ class SentenceTaskData:
 
   def _init_data(self, params, tokenizer=None):
     self.params = params
-    self.albert_config = params.albert_config
-    self.data_dir = params.data_dir
-    self.max_seq_length = params.max_seq_length
-    self.cached_dir = params.cached_dir
-    self.spm_model_file = params.spm_model_file
-    self.vocab_file = params.vocab_file
-    self.do_lower_case = params.do_lower_case
-    self.init_checkpoint = params.init_checkpoint
-    self.dropout_rate = params.dropout_prob
-    self._tokenizer = tokenizer
+    # Made (and checked against the config) up front: a cached feature file would otherwise
+    # skip the tokenizer.
+    self.tokenizer = tokenizer or make_tokenizer(
+        params.spm_model_file, params.vocab_file, params.do_lower_case, params.albert_config)
     self._examples = {}
     # mode -> explicit features path (run_race's --train_file/--eval_file/--predict_file).
     self.explicit_files = {}
-    if tokenizer is None:
-      # Checked up front: a cached feature file would otherwise skip the tokenizer.
-      from albert_tf.tokenization import check_vocabulary_fits  # pylint: disable=g-import-not-at-top
-      check_vocabulary_fits(self.tokenizer, self.albert_config)
-
-  @property
-  def tokenizer(self):
-    if self._tokenizer is None:
-      self._tokenizer = make_tokenizer(self.spm_model_file, self.vocab_file, self.do_lower_case)
-    return self._tokenizer
 
   @property
   def process_text(self):
@@ -113,16 +92,16 @@ class SentenceTaskData:
     return len(self.examples("train"))
 
   def cache_settings(self, mode):
-    return {"max_seq_length": self.max_seq_length, "do_lower_case": self.do_lower_case,
-            "spm_model_file": fileio.file_fingerprint(self.spm_model_file),
-            "vocab_file": fileio.file_fingerprint(self.vocab_file),
+    return {"max_seq_length": self.max_seq_length, "do_lower_case": self.params.do_lower_case,
+            "spm_model_file": fileio.file_fingerprint(self.params.spm_model_file),
+            "vocab_file": fileio.file_fingerprint(self.params.vocab_file),
             "mode": mode, **self.settings(mode)}
 
   def features_path(self, mode):
     """Where the features TFRecord of `mode` is (or will be) cached."""
     suffix = {"train": "train", "eval": "eval", "predict": "predict"}[mode]
     return self.explicit_files.get(mode) or os.path.join(
-        self.cached_dir, f"{self.cache_name}_{suffix}.tf_record")
+        self.params.cached_dir, f"{self.cache_name}_{suffix}.tf_record")
 
   def input_files(self, mode):
     return [self.features_path(mode)]
@@ -137,22 +116,40 @@ class SentenceTaskData:
   def record_bounds(self):
     """What bounds the records' ids and labels: the model's vocabulary and segment types, the
     task's classes (for `classifier_features.make_dataset`)."""
-    return {"vocab_size": self.albert_config.vocab_size,
-            "type_vocab_size": self.albert_config.type_vocab_size,
+    return {"vocab_size": self.params.albert_config.vocab_size,
+            "type_vocab_size": self.params.albert_config.type_vocab_size,
             "num_labels": len(self.label_list) or None}
 
   def initialize(self, model):
     if self.init_checkpoint:
       from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
-      return init_from_checkpoint(model, self.init_checkpoint)
+      # The labels put an HF classifier head's rows (named by its id2label) in the task's order.
+      return init_from_checkpoint(model, self.init_checkpoint,
+                                  label_list=self.label_list or None)
     return None
 
-  # ------------------------------------------------------------------ prediction rows
-  def aggregate_predictions(self, state, features, outputs):
-    state = state or {"probabilities": [], "predictions": []}
+  # ------------------------------------------------------------------ evaluation and prediction
+  def aggregate_outputs(self, state, features, labels, outputs):
+    """Per batch: class probabilities and predictions; when evaluating (labels given) also the
+    subclass's `labeled_rows` and is_real_example (0 for the padding that fills a last batch)."""
+    state = state or collections.defaultdict(list)
     state["probabilities"].append(np.asarray(outputs["probabilities"]))
     state["predictions"].append(self.predictions_from_outputs(outputs))
+    if labels is not None:
+      for key, value in self.labeled_rows(labels, outputs).items():
+        state[key].append(value)
+      count = len(state["predictions"][-1])
+      state["weights"].append(np.asarray(labels.get("is_real_example", np.ones(count))))
     return state
+
+  def reduce_outputs(self, state, mode):
+    """eval: the task's metrics over the real examples (no outputs); predict: the prediction
+    rows `write_predictions` writes."""
+    if mode == "predict":
+      return {}, self.prediction_rows(state)
+    if not state:
+      return {}, None
+    return self.eval_metrics(concat_real_examples(state)), None
 
   def prediction_rows(self, state):
     """(examples, probabilities [N, C], predictions [N]) for exactly the N test examples."""

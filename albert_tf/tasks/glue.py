@@ -3,39 +3,48 @@
 What run_classifier.py writes besides checkpoints: eval_results.txt (the runner), test_results.tsv
 (class probabilities, official) and the GLUE submission file (`<TASK>.tsv`), and for
 --export_dir a TF Serving SavedModel with raw-text, token-id and tf.Example signatures.
+
+The same task fine-tunes on the user's own files: its spec is then a
+`custom_task.CustomTaskSpec` built from run_classifier's flags instead of a GLUE task's
+(files, labels, metrics and the predictions file come from the spec).
 """
 
 import dataclasses
 import math
 import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import fileio
 from albert_tf.data import classifier_features, glue
-from albert_tf.metrics import glue_metrics
+from albert_tf.errors import AlbertError
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks.base import Task
 from albert_tf.tasks.finetuning_data import (MODE_TO_SPLIT, SentenceTaskConfig, SentenceTaskData,
-                                             concat_real_examples, write_probabilities)
+                                             write_probabilities)
 
 
 @dataclasses.dataclass
 class GlueConfig(SentenceTaskConfig):
-  """run_classifier.py's task: which GLUE task, and the serving threshold to export."""
+  """run_classifier.py's task: which GLUE task (or a spec of the user's own data), and the
+  serving threshold to export."""
   task_name: str = ""
   threshold_to_export: float = float("nan")  # official flag; NaN: no `threshold` output
+  # The task's spec: None for the GLUE task `task_name`, else e.g. a custom_task.CustomTaskSpec.
+  spec: Optional[object] = None
 
   def __post_init__(self):
-    self.spec = glue.get_task(self.task_name)  # an unknown task is the first thing to report
+    if self.spec is None:
+      self.spec = glue.get_task(self.task_name)  # an unknown task is the first thing to report
     super().__post_init__()
 
 
 class ClassificationTask(SentenceTaskData, Task):
-  """One GLUE task: classification with softmax cross-entropy, or STS-B regression (MSE).
+  """One GLUE task (or the user's own): classification with softmax cross-entropy, or
+  regression (STS-B) with squared error.
 
   Features: input_ids / input_mask / segment_ids int32 [batch, seq_len].
   Labels: label_ids (int32, float32 for STS-B) [batch], is_real_example float32 [batch].
@@ -46,8 +55,11 @@ class ClassificationTask(SentenceTaskData, Task):
 
   def __init__(self, params: GlueConfig, tokenizer=None):
     self.spec = params.spec
+    if self.spec.problem_type not in ("single_label_classification", "regression"):
+      raise AlbertError(f"{self.spec.name}: {self.spec.problem_type} is not supported yet "
+                        "(single-label classification and regression are)")
     self.cache_name = self.spec.name
-    self.name = f"glue/{self.spec.name}"
+    self.name = f"{self.spec.kind}/{self.spec.name}"
     self.best_metric = self.spec.best_metric
     self._init_data(params, tokenizer)
 
@@ -61,19 +73,19 @@ class ClassificationTask(SentenceTaskData, Task):
     return self.spec.is_regression
 
   def read_examples(self, mode):
-    return glue.read_examples(self.data_dir, self.spec, MODE_TO_SPLIT[mode],
-                              process_text=self.process_text)
+    return self.spec.read_examples(self.params.data_dir, MODE_TO_SPLIT[mode],
+                                   process_text=self.process_text)
 
   def settings(self, mode):
-    split = MODE_TO_SPLIT[mode]
-    return {"task": self.spec.name, "data_file": fileio.file_fingerprint(
-        glue.split_path(self.data_dir, self.spec, split))}
+    return self.spec.cache_settings(self.params.data_dir, MODE_TO_SPLIT[mode])
 
   def convert(self, example):
     return classifier_features.convert_classifier_example(
         example, self.label_list, self.max_seq_length, self.tokenizer)
 
   def build_inputs(self, mode, batch_size, input_context=None):
+    if mode == "train":
+      self.spec.record_labels()  # the head is trained for this label order from now on
     path = self.features_file(mode)
     classifier_features.check_record_length(path, self.max_seq_length)
     return classifier_features.make_dataset(
@@ -82,8 +94,9 @@ class ClassificationTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ model
   def build_model(self):
-    return AlbertClassifier(self.albert_config, num_classes=self.spec.num_labels,
-                            is_regression=self.is_regression, dropout_rate=self.dropout_rate)
+    return AlbertClassifier(self.params.albert_config, num_classes=self.spec.num_labels,
+                            is_regression=self.is_regression,
+                            dropout_rate=self.params.dropout_rate)
 
   # ------------------------------------------------------------------ loss and metrics
   def per_example_loss(self, labels, outputs):
@@ -118,27 +131,17 @@ class ClassificationTask(SentenceTaskData, Task):
       else:
         metric.update_state(labels["label_ids"], outputs["logits"], sample_weight=weights)
 
-  def aggregate_outputs(self, state, features, labels, outputs):
-    state = state or {"labels": [], "predictions": [], "weights": [], "losses": []}
+  def labeled_rows(self, labels, outputs):
     logits = np.asarray(outputs["logits"])
     label_ids = np.asarray(labels["label_ids"])
     if self.is_regression:
-      predictions = logits[:, 0]
-      losses = (predictions - label_ids) ** 2
+      losses = (logits[:, 0] - label_ids) ** 2
     else:
-      predictions = np.argmax(logits, axis=-1)
       losses = softmax_cross_entropy(logits, label_ids)
-    state["labels"].append(label_ids)
-    state["predictions"].append(predictions)
-    state["losses"].append(losses)
-    state["weights"].append(np.asarray(labels.get("is_real_example", np.ones_like(losses))))
-    return state
+    return {"labels": label_ids, "losses": losses}
 
-  def reduce_outputs(self, state):
-    if not state:
-      return {}
-    rows = concat_real_examples(state)
-    result = glue_metrics.task_metrics(self.spec.name, rows["labels"], rows["predictions"])
+  def eval_metrics(self, rows):
+    result = self.spec.metrics(rows["labels"], rows["predictions"])
     losses = rows["losses"]
     result["eval_loss"] = float(losses.mean()) if losses.size else 0.0
     result["num_examples"] = int(losses.size)
@@ -150,13 +153,13 @@ class ClassificationTask(SentenceTaskData, Task):
     logits = np.asarray(outputs["logits"])
     return logits[:, 0] if self.is_regression else np.argmax(logits, axis=-1)
 
-  def write_predictions(self, output_dir, state):
-    """test_results.tsv (probabilities) and the GLUE submission file, as the official."""
-    examples, probabilities, predictions = self.prediction_rows(state)
+  def write_predictions(self, output_dir, outputs):
+    """test_results.tsv (probabilities) as the official, and the spec's prediction file (the
+    GLUE submission file; predictions.tsv for the user's own data)."""
+    examples, probabilities, predictions = outputs
     write_probabilities(os.path.join(output_dir, "test_results.tsv"), probabilities)
-    for name in ("submit_results.tsv", self.spec.submission_file):
-      glue.write_submission(os.path.join(output_dir, name), self.spec, examples, predictions)
-    return {"predictions": len(examples)}
+    summary = self.spec.write_predictions(output_dir, examples, probabilities, predictions)
+    return {"predictions": len(examples), **summary}
 
   # ------------------------------------------------------------------ export
   def export(self, model, export_dir, precision="fp32"):
@@ -164,7 +167,7 @@ class ClassificationTask(SentenceTaskData, Task):
     threshold = self.params.threshold_to_export
     return export_classifier(model, export_dir, label_list=self.label_list,
                              max_seq_length=self.max_seq_length,
-                             spm_model_file=self.spm_model_file,
-                             do_lower_case=self.do_lower_case, task_name=self.spec.name,
+                             spm_model_file=self.params.spm_model_file,
+                             do_lower_case=self.params.do_lower_case, task_name=self.spec.name,
                              text_pair=self.spec.text_pair, precision=precision,
                              threshold=None if math.isnan(threshold) else threshold)

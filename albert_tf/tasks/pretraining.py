@@ -78,11 +78,10 @@ class PretrainingTask(Task):
   """
 
   name = "pretraining"
+  eval_result_keys = OFFICIAL_EVAL_KEYS
 
   def __init__(self, params: PretrainingConfig):
     self.params = params
-    self.init_checkpoint = params.init_checkpoint
-    self.max_seq_length = params.max_seq_length
 
   def build_model(self):
     from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
@@ -156,6 +155,3 @@ class PretrainingTask(Task):
       by_name["sentence_order_loss"].update_state(
           sentence_order_example_loss(outputs["sop_logits"], sop_labels))
 
-  def eval_results(self, results):
-    """The official eval_results.txt keys."""
-    return {k: results[k] for k in OFFICIAL_EVAL_KEYS}

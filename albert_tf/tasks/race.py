@@ -21,7 +21,7 @@ from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.tasks.base import Task
 from albert_tf.tasks.finetuning_data import (MODE_TO_SPLIT, SentenceTaskConfig, SentenceTaskData,
-                                             concat_real_examples, write_probabilities)
+                                             write_probabilities)
 
 
 @dataclasses.dataclass
@@ -57,9 +57,6 @@ class RaceTask(SentenceTaskData, Task):
 
   def __init__(self, params: RaceConfig, tokenizer=None):
     self._init_data(params, tokenizer)
-    self.max_qa_length = params.max_qa_length
-    self.high_only = params.high_only
-    self.middle_only = params.middle_only
     self.num_choices = race.NUM_CHOICES
     self.explicit_files.update({mode: path for mode, path in (
         ("train", params.train_file), ("eval", params.eval_file),
@@ -71,18 +68,20 @@ class RaceTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ data
   def read_examples(self, mode):
-    return race.read_examples(self.data_dir, MODE_TO_SPLIT[mode], high_only=self.high_only,
-                              middle_only=self.middle_only, process_text=self.process_text)
+    p = self.params
+    return race.read_examples(p.data_dir, MODE_TO_SPLIT[mode], high_only=p.high_only,
+                              middle_only=p.middle_only, process_text=self.process_text)
 
   def settings(self, mode):
     # The RACE tree has thousands of files: identify it by names, sizes and mtimes, cheaply.
-    return {"task": "race", "max_qa_length": self.max_qa_length, "high_only": self.high_only,
-            "middle_only": self.middle_only,
-            "data": race.tree_fingerprint(self.data_dir, MODE_TO_SPLIT[mode])}
+    p = self.params
+    return {"task": "race", "max_qa_length": p.max_qa_length, "high_only": p.high_only,
+            "middle_only": p.middle_only,
+            "data": race.tree_fingerprint(p.data_dir, MODE_TO_SPLIT[mode])}
 
   def convert(self, example):
     return classifier_features.convert_race_example(example, self.max_seq_length,
-                                                    self.max_qa_length, self.tokenizer)
+                                                    self.params.max_qa_length, self.tokenizer)
 
   def build_inputs(self, mode, batch_size, input_context=None):
     path = self.features_file(mode)
@@ -100,8 +99,8 @@ class RaceTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ model
   def build_model(self):
-    return AlbertMultipleChoice(self.albert_config, num_choices=self.num_choices,
-                                dropout_rate=self.dropout_rate)
+    return AlbertMultipleChoice(self.params.albert_config, num_choices=self.num_choices,
+                                dropout_rate=self.params.dropout_rate)
 
   # ------------------------------------------------------------------ loss and metrics
   def build_losses(self, labels, outputs, global_batch_size):
@@ -119,21 +118,13 @@ class RaceTask(SentenceTaskData, Task):
       metric.update_state(labels["label_ids"], outputs["logits"],
                           sample_weight=labels.get("is_real_example"))
 
-  def aggregate_outputs(self, state, features, labels, outputs):
-    state = state or {"labels": [], "predictions": [], "levels": [], "weights": [], "losses": []}
-    logits = np.asarray(outputs["logits"], np.float64)
+  def labeled_rows(self, labels, outputs):
     label_ids = np.asarray(labels["label_ids"]).astype(np.int64)
-    state["losses"].append(softmax_cross_entropy(logits, label_ids))
-    state["labels"].append(label_ids)
-    state["predictions"].append(np.argmax(logits, axis=-1))
-    state["levels"].append(np.asarray(labels.get("level", np.full(len(label_ids), -1))))
-    state["weights"].append(np.asarray(labels.get("is_real_example", np.ones(len(label_ids)))))
-    return state
+    return {"labels": label_ids,
+            "losses": softmax_cross_entropy(np.asarray(outputs["logits"], np.float64), label_ids),
+            "levels": np.asarray(labels.get("level", np.full(len(label_ids), -1)))}
 
-  def reduce_outputs(self, state):
-    if not state:
-      return {}
-    rows = concat_real_examples(state)
+  def eval_metrics(self, rows):
     levels = rows["levels"]
     correct = rows["labels"] == rows["predictions"]
     result = {"eval_accuracy": float(correct.mean()) if correct.size else 0.0,
@@ -149,9 +140,9 @@ class RaceTask(SentenceTaskData, Task):
   def predictions_from_outputs(self, outputs):
     return np.argmax(np.asarray(outputs["logits"]), axis=-1)
 
-  def write_predictions(self, output_dir, state):
+  def write_predictions(self, output_dir, outputs):
     """test_results.tsv, predictions.tsv (`id<TAB>A..D`) and the official predict_results.txt."""
-    examples, probabilities, predictions = self.prediction_rows(state)
+    examples, probabilities, predictions = outputs
     write_probabilities(os.path.join(output_dir, "test_results.tsv"), probabilities)
     fileio.write_text(os.path.join(output_dir, "predictions.tsv"), "".join(
         ["id\tprediction\n"] + [f"{e.example_id}\t{race.LABELS[int(p)]}\n"
@@ -173,9 +164,9 @@ class RaceTask(SentenceTaskData, Task):
   def export(self, model, export_dir, precision="fp32"):
     from albert_tf.export import export_multiple_choice  # pylint: disable=g-import-not-at-top
     return export_multiple_choice(model, export_dir, max_seq_length=self.max_seq_length,
-                                  max_qa_length=self.max_qa_length,
-                                  spm_model_file=self.spm_model_file,
-                                  do_lower_case=self.do_lower_case, precision=precision)
+                                  max_qa_length=self.params.max_qa_length,
+                                  spm_model_file=self.params.spm_model_file,
+                                  do_lower_case=self.params.do_lower_case, precision=precision)
 
 
 def _read_best_value(output_dir):

@@ -26,13 +26,13 @@ from albert_tf.data import squad
 from albert_tf.data import squad_postprocess
 from albert_tf.errors import AlbertError
 from albert_tf.tasks.base import Task
+from albert_tf.text.tokenization import make_tokenizer
 
 # Examples are shuffled once before conversion with this seed, as the official scripts do.
 EXAMPLE_SHUFFLE_SEED = 12345
 _ENCODER_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
 _LABELS = ("start_positions", "end_positions", "is_impossible")
 # What the trainer measures besides the official metric; SQuAD reports only the latter.
-_NOT_SQUAD_METRICS = ("loss", "num_examples")
 
 
 @dataclasses.dataclass
@@ -62,7 +62,7 @@ class SquadConfig:
   max_answer_length: int = 30
   start_n_top: int = 5
   end_n_top: int = 5
-  dropout_prob: float = 0.1
+  dropout_rate: float = 0.1
   null_score_diff_threshold: Optional[float] = None
   shuffle_seed: Optional[int] = None
 
@@ -143,28 +143,24 @@ class SquadTask(Task):
   """
 
   best_metric = "f1"
+  best_line = "after"
 
   def __init__(self, params: SquadConfig, tokenizer=None):
     self.params = params
-    self.albert_config = params.albert_config
     self.version_2_with_negative = bool(params.version_2_with_negative)
     self.name = "squad/v2.0" if self.version_2_with_negative else "squad/v1.1"
-    self.max_seq_length = params.max_seq_length
-    self.init_checkpoint = params.init_checkpoint
-    self.spm_model_file = params.spm_model_file
     self._tokenizer = tokenizer
     self._train_examples = None
     self._gold = None  # (gold dataset json or None,) once read
     self._predict_data = None  # (examples, features)
-    self._eval_outputs = None
 
   # ------------------------------------------------------------------ model
   def build_model(self):
     from albert_tf.models.squad import AlbertSquadModel  # pylint: disable=g-import-not-at-top
-    return AlbertSquadModel(self.albert_config,
+    return AlbertSquadModel(self.params.albert_config,
                             version_2_with_negative=self.version_2_with_negative,
                             start_n_top=self.params.start_n_top, end_n_top=self.params.end_n_top,
-                            dropout_prob=self.params.dropout_prob)
+                            dropout_rate=self.params.dropout_rate)
 
   def initialize(self, model):
     """--init_checkpoint: ours (TF2), or official TF1 pretrained / SQuAD fine-tuned."""
@@ -186,11 +182,9 @@ class SquadTask(Task):
   @property
   def tokenizer(self):
     if self._tokenizer is None:
-      from albert_tf import tokenization  # pylint: disable=g-import-not-at-top
-      self._tokenizer = tokenization.FullTokenizer(vocab_file=self.params.vocab_file,
-                                                   do_lower_case=self.params.do_lower_case,
-                                                   spm_model_file=self.spm_model_file)
-      tokenization.check_vocabulary_fits(self._tokenizer, self.albert_config)
+      p = self.params
+      self._tokenizer = make_tokenizer(p.spm_model_file, p.vocab_file, p.do_lower_case,
+                                       p.albert_config)
     return self._tokenizer
 
   def _conversion_settings(self):
@@ -248,8 +242,8 @@ class SquadTask(Task):
 
   def _record_bounds(self):
     """The model's vocabulary and segment types, which bound the records' ids."""
-    return {"vocab_size": self.albert_config.vocab_size,
-            "type_vocab_size": self.albert_config.type_vocab_size}
+    return {"vocab_size": self.params.albert_config.vocab_size,
+            "type_vocab_size": self.params.albert_config.type_vocab_size}
 
   def build_inputs(self, mode, batch_size, input_context=None):
     p = self.params
@@ -325,37 +319,19 @@ class SquadTask(Task):
     metrics = {} if gold is None else squad_postprocess.evaluate_v1(gold, predictions)
     return metrics, {"predictions": predictions, "nbest": nbest}
 
-  def reduce_outputs(self, state):
-    metrics, self._eval_outputs = self._post_process(state, self.gold_dataset())
-    return metrics
+  def reduce_outputs(self, state, mode):
+    """eval: the official metric of --predict_file's answers and the n-best answers it scored
+    (with gold answers, v2's tuned null threshold); predict: the answers alone."""
+    return self._post_process(state, self.gold_dataset() if mode == "eval" else None)
 
-  def eval_results(self, results):
-    return {k: v for k, v in results.items() if k not in _NOT_SQUAD_METRICS}
-
-  def take_eval_outputs(self):
-    outputs, self._eval_outputs = self._eval_outputs, None
-    return outputs
-
-  def write_eval_outputs(self, output_dir, eval_outputs):
-    return {"files": squad_postprocess.write_prediction_files(
-        output_dir, eval_outputs["predictions"], eval_outputs["nbest"],
-        eval_outputs.get("null_odds"))}
-
-  def best_line(self, best_before, best_after):
-    return f"best {self.best_metric} = {best_after}"  # official run_squad: after this checkpoint
-
-  # ------------------------------------------------------------------ prediction
-  def aggregate_predictions(self, state, features, outputs):
-    return self.aggregate_outputs(state, features, None, outputs)
-
-  def write_predictions(self, output_dir, state):
-    _, outputs = self._post_process(state, None)
-    summary = self.write_eval_outputs(output_dir, outputs)
-    summary["predictions"] = len(outputs["predictions"])
-    return summary
+  def write_predictions(self, output_dir, outputs):
+    """predictions.json, nbest_predictions.json and (v2) null_odds.json, as the official."""
+    files = squad_postprocess.write_prediction_files(
+        output_dir, outputs["predictions"], outputs["nbest"], outputs.get("null_odds"))
+    return {"files": files, "predictions": len(outputs["predictions"])}
 
   # ------------------------------------------------------------------ export
   def export(self, model, export_dir, precision="fp32"):
     from albert_tf.export.squad_serving import export_squad_model  # pylint: disable=g-import-not-at-top
-    return export_squad_model(model, export_dir, self.max_seq_length, self.spm_model_file,
+    return export_squad_model(model, export_dir, self.max_seq_length, self.params.spm_model_file,
                               precision=precision)

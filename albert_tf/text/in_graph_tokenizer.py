@@ -76,8 +76,8 @@ class InGraphTokenizer(tf_keras.layers.Layer):
     if self.max_seq_length < 3:
       raise AlbertError(f"max_seq_length={max_seq_length}: expected at least 3")
     # The Python tokenizer supplies the special ids and the digit-comma split table.
-    self._py_tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file,
-                                                    do_lower_case=do_lower_case)
+    self._py_tokenizer = tokenization.make_tokenizer(spm_model_file,
+                                                     do_lower_case=do_lower_case)
     self._py_tokenizer.check_special_tokens()
     sp = self._py_tokenizer.sp_model
     self.cls_id = self._py_tokenizer.cls_id

@@ -29,6 +29,21 @@ def _csv_field(symbol):
   return symbol
 
 
+def _checked_input_files(input_files):
+  """A path or paths -> a list of paths, each an existing non-empty file (else AlbertError)."""
+  if isinstance(input_files, (str, os.PathLike)):
+    input_files = [input_files]
+  input_files = [os.fspath(p) for p in input_files]
+  if not input_files:
+    raise AlbertError("train_sentencepiece: no input files given")
+  for path in input_files:
+    if not os.path.isfile(path):
+      raise AlbertError(f"train_sentencepiece: input file {path} does not exist")
+    if os.path.getsize(path) == 0:
+      raise AlbertError(f"train_sentencepiece: input file {path} is empty")
+  return input_files
+
+
 def train_sentencepiece(input_files,
                         model_prefix,
                         vocab_size=30000,
@@ -68,16 +83,7 @@ def train_sentencepiece(input_files,
   Raises:
     AlbertError: an input file is missing or empty, or SentencePiece rejects the settings.
   """
-  if isinstance(input_files, (str, os.PathLike)):
-    input_files = [input_files]
-  input_files = [os.fspath(p) for p in input_files]
-  if not input_files:
-    raise AlbertError("train_sentencepiece: no input files given")
-  for path in input_files:
-    if not os.path.isfile(path):
-      raise AlbertError(f"train_sentencepiece: input file {path} does not exist")
-    if os.path.getsize(path) == 0:
-      raise AlbertError(f"train_sentencepiece: input file {path} is empty")
+  input_files = _checked_input_files(input_files)
   model_prefix = os.fspath(model_prefix)
   out_dir = os.path.dirname(os.path.abspath(model_prefix))
   os.makedirs(out_dir, exist_ok=True)

@@ -539,3 +539,19 @@ class FullTokenizer:
   def encode(self, text):
     """Text -> ids (tokenize + convert_tokens_to_ids)."""
     return self.convert_tokens_to_ids(self.tokenize(text))
+
+
+def make_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True, albert_config=None):
+  """The tokenizer of a job (the official `fine_tuning_utils.create_vocab`).
+
+  SentencePiece when `spm_model_file` is given, else WordPiece from `vocab_file`. With
+  `albert_config`, the vocabulary must fit the model's embedding table (checked up front: a
+  cached feature file would otherwise skip the tokenizer and train on ids past the table).
+  Raises:
+    AlbertError: neither file is given; the vocabulary is larger than the config's.
+  """
+  tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                            spm_model_file=spm_model_file)
+  if albert_config is not None:
+    check_vocabulary_fits(tokenizer, albert_config)
+  return tokenizer

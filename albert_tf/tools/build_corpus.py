@@ -15,11 +15,8 @@ import re
 import sysconfig
 import warnings
 
-from absl import app
-from absl import flags
-
 from albert_tf import fileio
-from albert_tf.errors import AlbertError, run_main
+from albert_tf.errors import AlbertError
 
 # Sentence ends: ., ! or ? followed by whitespace and an upper-case letter, digit or quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -153,25 +150,8 @@ def build_docstring_corpus(output_path, max_bytes=20_000_000, source_dirs=None, 
   return written
 
 
-# ----------------------------------------------------------------------------- command
-
-
-def _define_flags():
-  """The command's flags, defined only when it runs (importing the library defines none)."""
-  flags.DEFINE_string("output_file", None, "Text file to write (one sentence per line, blank "
-                      "line between documents).")
-  flags.DEFINE_float("max_mb", 8.0, "Stop at this many megabytes.")
-
-
-def main(argv):
-  del argv
-  options = flags.FLAGS
-  if not options.output_file:
-    raise AlbertError("--output_file is required")
-  written = build_docstring_corpus(options.output_file, max_bytes=int(options.max_mb * 1e6))
-  print(f"wrote {written / 1e6:.1f} MB of docstring sentences to {options.output_file}")
-
-
 if __name__ == "__main__":
-  _define_flags()
-  app.run(run_main(main))
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()  # before anything imports TensorFlow
+  from albert_tf.cli import tools  # pylint: disable=g-import-not-at-top
+  tools.run("build_corpus")

@@ -12,11 +12,8 @@ an "index" header), so `run_classifier.py --task_name=MRPC` reads them unchanged
 import os
 import random
 
-from absl import app
-from absl import flags
-
 from albert_tf import fileio
-from albert_tf.errors import AlbertError, run_main
+from albert_tf.errors import AlbertError
 
 _TRAIN_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 _TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -82,30 +79,8 @@ def write_mrpc_task(corpus_path, output_dir, num_train=2000, num_dev=400, num_te
   return {split: len(rows) for split, rows in splits.items()}
 
 
-# ----------------------------------------------------------------------------- command
-
-
-def _define_flags():
-  """The command's flags, defined only when it runs (importing the library defines none)."""
-  flags.DEFINE_string("input_file", None, "Corpus: one sentence per line, blank line between "
-                      "documents.")
-  flags.DEFINE_string("output_dir", None, "Directory for train.tsv, dev.tsv and test.tsv.")
-  flags.DEFINE_integer("num_train", 2000, "Training pairs.")
-  flags.DEFINE_integer("num_dev", 400, "Development pairs.")
-  flags.DEFINE_integer("num_test", 100, "Test pairs (unlabelled, as GLUE's).")
-  flags.DEFINE_integer("random_seed", 12345, "Seed of the pair draw.")
-
-
-def main(argv):
-  del argv
-  options = flags.FLAGS
-  if not options.input_file or not options.output_dir:
-    raise AlbertError("--input_file and --output_dir are required")
-  counts = write_mrpc_task(options.input_file, options.output_dir, options.num_train,
-                           options.num_dev, options.num_test, options.random_seed)
-  print(f"wrote {counts} sentence pairs (MRPC format) to {options.output_dir}")
-
-
 if __name__ == "__main__":
-  _define_flags()
-  app.run(run_main(main))
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()  # before anything imports TensorFlow
+  from albert_tf.cli import tools  # pylint: disable=g-import-not-at-top
+  tools.run("make_pair_task")

@@ -8,21 +8,16 @@ Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph S
 and calls its `serving_default` signature, which takes raw text; nothing of albert_tf is needed.
 """
 
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
+
 import csv
 
-from absl import app
-from absl import flags
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (registers the SentencePiece ops)
 
-from albert_tf.errors import AlbertError, run_main
-
-flags.DEFINE_string("export_dir", None, "SavedModel directory written by --export_dir.")
-flags.DEFINE_multi_string("text_a", [], "First sentence(s).")
-flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a.")
-flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, text_b).")
-flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send.")
-FLAGS = flags.FLAGS
+from albert_tf.errors import AlbertError
 
 
 def read_pairs(path, limit):
@@ -60,23 +55,6 @@ def query(export_dir, texts_a, texts_b):
   return {k: v.numpy() for k, v in outputs.items()}
 
 
-def main(argv):
-  del argv
-  if not FLAGS.export_dir:
-    raise AlbertError("--export_dir is required")
-  if FLAGS.pair_file:
-    rows = read_pairs(FLAGS.pair_file, FLAGS.num_pairs)
-  else:
-    if not FLAGS.text_a or len(FLAGS.text_a) != len(FLAGS.text_b):
-      raise AlbertError("give --pair_file, or as many --text_b as --text_a")
-    rows = [(None, a, b) for a, b in zip(FLAGS.text_a, FLAGS.text_b)]
-  outputs = query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
-  for i, (gold, a, b) in enumerate(rows):
-    label = outputs["label"][i].decode()
-    probability = outputs["probabilities"][i].max()
-    gold_text = f"  (gold {gold})" if gold is not None else ""
-    print(f"A: {a[:90]}\nB: {b[:90]}\n-> label {label} with p={probability:.2f}{gold_text}\n")
-
-
 if __name__ == "__main__":
-  app.run(run_main(main))
+  from albert_tf.cli import tools  # pylint: disable=g-import-not-at-top
+  tools.run("query_savedmodel")

@@ -154,7 +154,7 @@ def _is_directory_model(path):
   return model_source.is_saved_model_directory(path) or hf.is_hf_directory(path)
 
 
-def write_best_checkpoint(model, best_path, output_dir, best_step):
+def write_best_checkpoint(model, best_path, output_dir, best_step, label_list=None):
   """Writes `<output_dir>/model.ckpt-best` in the official TF1 layout, as the official scripts do.
 
   The official run_classifier / run_race / run_squad leave the best checkpoint of their
@@ -165,7 +165,7 @@ def write_best_checkpoint(model, best_path, output_dir, best_step):
   """
   from albert_tf.checkpoints import save_tf1_checkpoint  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-  restore_model_weights(model, best_path)
+  restore_model_weights(model, best_path, label_list=label_list)
   target = os.path.join(output_dir, BEST_CHECKPOINT)
   if os.path.abspath(best_path) != os.path.abspath(target):
     save_tf1_checkpoint(model, target, global_step=best_step or 0, update_state=False)

@@ -27,7 +27,6 @@ How this relates to `official.modeling.optimization` (model garden):
     (a TF1 quirk nobody relies on); here it is clamped to 0.
 """
 
-import re
 
 import tensorflow as tf
 import tf_keras
@@ -163,11 +162,6 @@ class AlbertAdamW(AlbertLamb):
   def __init__(self, learning_rate=5e-5, name="AdamWeightDecay", **kwargs):
     kwargs["layer_adaptation"] = False
     super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-
-
-def uses_weight_decay(variable_name, exclude=EXCLUDE_FROM_WEIGHT_DECAY):
-  """True if the official rule applies weight decay to a variable of this name."""
-  return not any(re.search(p, variable_name) for p in exclude)
 
 
 def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps=0,

@@ -14,17 +14,16 @@ What it leaves in `output_dir`, as the official scripts do:
 
 import dataclasses
 import os
-import time
 from typing import Optional
 
 from absl import logging
-import numpy as np
 
 from albert_tf import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.training import checkpointing
 from albert_tf.training import output_lock
 from albert_tf.training import preemption
+from albert_tf.training import results as results_lib
 from albert_tf.training import runtime as runtime_lib
 
 TFLITE_FILE = "albert_model.tflite"
@@ -86,13 +85,6 @@ class RunConfig:
     if self.optimizer not in OPTIMIZERS:
       raise AlbertError(f"--optimizer={self.optimizer!r} is invalid: expected one of "
                         f"{', '.join(OPTIMIZERS)}")
-
-
-def format_value(value):
-  """A result value as the official eval_results.txt shows it (floats by repr)."""
-  if isinstance(value, (float, np.floating)):
-    return repr(float(value))
-  return str(value)
 
 
 # ------------------------------------------------------------------------ the run
@@ -178,17 +170,31 @@ def _run_steps(task, cfg, runtime, strategy, stop_signals):
   return summary
 
 
+def _reported(task, results):
+  """The results an evaluation reports and writes (the task's eval_result_keys, else all)."""
+  if task.eval_result_keys is None:
+    return dict(results)
+  return {key: results[key] for key in task.eval_result_keys}
+
+
 def _evaluate_latest(trainer, task, cfg):
   """The official run_pretraining evaluation: the latest checkpoint, `key = value` lines."""
   if not checkpointing.latest_checkpoint(cfg.output_dir) and not task.init_checkpoint:
     raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
                       "--init_checkpoint to evaluate")
-  result = task.eval_results(trainer.evaluate(cfg.eval_batch_size,
-                                              max_eval_steps=cfg.max_eval_steps))
+  result = _reported(task, trainer.evaluate(cfg.eval_batch_size,
+                                            max_eval_steps=cfg.max_eval_steps))
   if trainer.is_chief:
-    from albert_tf.training.trainer import write_results_file  # pylint: disable=g-import-not-at-top
-    write_results_file(os.path.join(cfg.output_dir, "eval_results.txt"), result)
+    results_lib.write_results_file(os.path.join(cfg.output_dir, "eval_results.txt"), result)
   return result
+
+
+def _best_line(task, best_before, best_after):
+  """The line closing a checkpoint's block in eval_results.txt, as the task's official script
+  writes it (see Task.best_line)."""
+  if task.best_line == "after":
+    return f"best {task.best_metric} = {results_lib.format_result(best_after)}"
+  return f"best = {results_lib.format_result(best_before)}"
 
 
 def _evaluate_every_checkpoint(trainer, task, cfg):
@@ -207,39 +213,44 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
   lines, all_results = [], []
   best = None  # (value, step, path, result, task outputs)
   for step, path in checkpoints:
-    started = time.time()
-    result = task.eval_results(dict(trainer.evaluate(cfg.eval_batch_size,
-                                                     checkpoint_path=path)))
+    result, outputs = trainer.evaluate(cfg.eval_batch_size, checkpoint_path=path,
+                                       return_outputs=True)
+    result = _reported(task, result)
     if step is not None:
       result["global_step"] = step
-    outputs = task.take_eval_outputs()
     if metric not in result:
       raise AlbertError(f"evaluation of {path} gave no {metric!r} (got "
                         f"{', '.join(sorted(result))})")
-    logging.debug("Eval of %s (%.1fs)", path, time.time() - started)
-    before = format_value(best[0]) if best else "-1"
+    before = best[0] if best else -1
     if best is None or result[metric] > best[0]:
       best = (result[metric], result.get("global_step", 0), path, result, outputs)
-    lines += [f"{key} = {format_value(result[key])}" for key in sorted(result)]
-    lines += [task.best_line(before, format_value(best[0])), "=" * 50]
+    lines += results_lib.result_lines(result) + [_best_line(task, before, best[0]), "=" * 50]
     all_results.append(result)
-  best_value, best_step, best_path, best_result, best_outputs = best
-  checkpointing.write_best_checkpoint(trainer.model, best_path, cfg.output_dir, best_step)
-  lines += [f"best_checkpoint = {best_path}", f"best_step = {best_step}",
-            f"best_{metric} = {format_value(best_value)}"]
+  summary = _keep_best(trainer, task, cfg, best, lines, last_step=checkpoints[-1][0])
+  summary["eval_results"] = all_results
+  return summary
+
+
+def _keep_best(trainer, task, cfg, best, lines, last_step):
+  """model.ckpt-best, eval_results.txt (the sweep's `lines` and the best), best_trial.txt,
+  best_checkpoint.json and the best checkpoint's eval outputs (task.write_predictions)."""
+  value, step, path, result, outputs = best
+  metric = task.best_metric
+  checkpointing.write_best_checkpoint(trainer.model, path, cfg.output_dir, step,
+                                      label_list=task.label_list)
+  lines = lines + [f"best_checkpoint = {path}", f"best_step = {step}",
+                   f"best_{metric} = {results_lib.format_result(value)}"]
   fileio.write_text(os.path.join(cfg.output_dir, "eval_results.txt"), "\n".join(lines) + "\n")
-  last_step = checkpoints[-1][0] if checkpoints[-1][0] is not None else best_step
   fileio.write_text(os.path.join(cfg.output_dir, "best_trial.txt"),
-                    f"{last_step}:{best_step}:{format_value(best_value)}")
+                    f"{step if last_step is None else last_step}:{step}:"
+                    f"{results_lib.format_result(value)}")
   fileio.write_json(os.path.join(cfg.output_dir, "best_checkpoint.json"),
-                    {"checkpoint": best_path, "step": best_step, "metric": metric,
-                     "value": float(best_value),
-                     "result": {k: float(v) for k, v in best_result.items()}}, indent=2)
-  summary = {"best_checkpoint": best_path, "best_result": best_result,
-             "eval_results": all_results}
-  if best_outputs is not None:
-    summary.update(task.write_eval_outputs(cfg.output_dir, best_outputs) or {})
-  logging.info("Best %s = %s at %s", metric, best_value, best_path)
+                    {"checkpoint": path, "step": step, "metric": metric, "value": float(value),
+                     "result": {k: float(v) for k, v in result.items()}}, indent=2)
+  summary = {"best_checkpoint": path, "best_result": result}
+  if outputs is not None:
+    summary.update(task.write_predictions(cfg.output_dir, outputs) or {})
+  logging.info("Best %s = %s at %s", metric, value, path)
   return summary
 
 
@@ -258,8 +269,9 @@ def _predict(trainer, task, cfg):
   logging.info("***** Running prediction with %s *****", checkpoint)
   state = None
   for features, outputs in trainer.predict(cfg.predict_batch_size, checkpoint_path=checkpoint):
-    state = task.aggregate_predictions(state, features, outputs)
-  summary = dict(task.write_predictions(cfg.output_dir, state) or {})
+    state = task.aggregate_outputs(state, features, None, outputs)
+  _, outputs = task.reduce_outputs(state, "predict")
+  summary = dict(task.write_predictions(cfg.output_dir, outputs) or {})
   summary["predict_checkpoint"] = checkpoint
   return summary
 
@@ -269,7 +281,7 @@ def _export(task, cfg):
   from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
   checkpoint = _checkpoint_to_use(task, cfg, "--export_dir")
   model = task.build_model()
-  restore_model_weights(model, checkpoint)
+  restore_model_weights(model, checkpoint, label_list=task.label_list)
   logging.info("Exporting %s to %s", checkpoint, cfg.export_dir)
   version_dir = task.export(model, cfg.export_dir, cfg.export_precision)
   # The TFLite file sits beside the numbered SavedModel versions (which TF Serving reads), as

@@ -13,7 +13,7 @@ import threading
 import tensorflow as tf
 
 from albert_tf import errors
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, json_kind, parse_json_object
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -30,11 +30,6 @@ _TASKS_OUTSIDE_CLUSTER = ("evaluator",)
 
 
 # ------------------------------------------------------------------------------ TF_CONFIG
-def _json_kind(value):
-  return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-          type(None): "null"}.get(type(value), "a number")
-
-
 def _check_address(job, index, address):
   host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
   if not host or not port.isdigit():
@@ -54,20 +49,15 @@ def read_tf_config(require_task=False):
   raw = os.environ.get("TF_CONFIG", "").strip()
   if not raw:
     return None
-  try:
-    config = json.loads(raw)
-  except json.JSONDecodeError as e:
-    raise AlbertError(f"TF_CONFIG is not JSON ({e.msg} at column {e.colno})") from None
-  if not isinstance(config, dict):
-    raise AlbertError(f"TF_CONFIG is {_json_kind(config)}: expected an object "
-                      f"{{\"cluster\": {{...}}, \"task\": {{\"type\": ..., \"index\": ...}}}}")
+  config = parse_json_object(
+      raw, "TF_CONFIG", 'an object {"cluster": {...}, "task": {"type": ..., "index": ...}}')
   cluster = config.get("cluster") or {}
   if not isinstance(cluster, dict):
-    raise AlbertError(f"TF_CONFIG: \"cluster\" is {_json_kind(cluster)}: expected an object "
+    raise AlbertError(f"TF_CONFIG: \"cluster\" is {json_kind(cluster)}: expected an object "
                       f"{{\"worker\": [\"host:port\", ...], ...}}")
   for job, addresses in cluster.items():
     if not isinstance(addresses, list):
-      raise AlbertError(f"TF_CONFIG: cluster {json.dumps(job)} is {_json_kind(addresses)}: "
+      raise AlbertError(f"TF_CONFIG: cluster {json.dumps(job)} is {json_kind(addresses)}: "
                         f"expected a list of \"host:port\" addresses")
     for index, address in enumerate(addresses):
       _check_address(job, index, address)

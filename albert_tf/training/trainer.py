@@ -24,7 +24,6 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import fileio
 from albert_tf.checkpoints import integrity
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
@@ -32,15 +31,11 @@ from albert_tf.training import checkpointing
 from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import preemption
 from albert_tf.training import progress as progress_lib
+from albert_tf.training import results as results_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.tasks.base import Task
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-
-
-def write_results_file(path, results):
-  """`key = value` lines, sorted by key (the official eval_results.txt), written atomically."""
-  fileio.write_text(path, "".join(f"{key} = {results[key]}\n" for key in sorted(results)))
 
 
 class NonFiniteLossError(AlbertError):
@@ -88,6 +83,14 @@ class Trainer:
                         "expected >= 1")
     self.task = task
     self.strategy = strategy or tf.distribute.get_strategy()
+    if precision == "bf16" and jit_compile and not (
+        tf.config.list_logical_devices("GPU") or
+        isinstance(self.strategy, tf.distribute.TPUStrategy)):
+      # Measured (bench/precision.py): XLA's CPU compiler turns bfloat16 dots into float32 dots
+      # plus conversions.
+      logging.warning("--precision=bf16 with --jit_compile on a CPU runs bfloat16 matmuls as "
+                      "float32 plus conversions (2.4x slower than fp32 in bench/precision.py): "
+                      "drop --jit_compile")
     self.output_dir = output_dir
     self.precision = precision
     self.jit_compile = bool(jit_compile)
@@ -223,26 +226,14 @@ class Trainer:
     return self.strategy.experimental_distribute_values_from_function(value_fn)
 
   # ------------------------------------------------------------------ train
-  def _build_train_fn(self, global_batch_size, stop_flag=None):
-    """The compiled loop `train_loop(iterator, num_steps)`.
-
-    `stop_flag` (a host tf.Variable, see `preemption.StopSignals`) is read in every step; the
-    loop stops after the step in which any replica of any worker saw it raised (the flags are
-    summed with the gradients, so all workers stop after the same step).
-    """
+  def _forward_backward_fn(self, global_batch_size):
+    """forward_backward(features, labels) -> (loss, aux, gradients) of one replica, summed over
+    its K micro-batches ([K, b, ...] features and labels)."""
     model, task, optimizer = self.model, self.task, self.optimizer
     k = self.accumulation_steps
     loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
-    # A TPU loop cannot read a host variable: there the trainer checks between loop calls.
-    read_stop_flag = stop_flag is not None and not isinstance(self.strategy,
-                                                              tf.distribute.TPUStrategy)
-    # With the flag read in the loop, only the loop's (all-reduced) answer may stop a worker:
-    # a worker that stopped on its own between loop calls would leave the others waiting in
-    # the next step's collective.
-    self._stop_read_in_graph = read_stop_flag
 
     def forward_backward(features, labels):
-      """Sums loss, aux and gradients over the K micro-batches of one replica."""
       variables = model.trainable_variables
 
       def one(i):
@@ -271,20 +262,31 @@ class Trainer:
       return loss, aux, grads
 
     if self.jit_compile:
-      forward_backward = tf.function(forward_backward, jit_compile=True)
+      return tf.function(forward_backward, jit_compile=True)
+    return forward_backward
+
+  def _replica_step_fn(self, global_batch_size, stop_flag):
+    """replica_step(features, labels) -> (loss, aux, stop): one optimizer update.
+
+    `stop_flag` (a host tf.Variable, see `preemption.StopSignals`, or None) is read late in the
+    step and summed with the gradients, so every replica of every worker sees the same `stop`.
+    """
+    model, optimizer, strategy = self.model, self.optimizer, self.strategy
+    loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+    forward_backward = self._forward_backward_fn(global_batch_size)
 
     def replica_step(features, labels):
       loss, aux, grads = forward_backward(features, labels)
       stop = tf.constant(0.0)
-      if read_stop_flag:
+      if stop_flag is not None:
         # Read once the gradients exist, late in the step: a signal that arrives while this
         # step computes stops the run right after it.
         with tf.control_dependencies(grads):
           stop = tf.cast(stop_flag.read_value(), tf.float32)
-      ctx = tf.distribute.get_replica_context()
-      if self.strategy.num_replicas_in_sync > 1:
+      if strategy.num_replicas_in_sync > 1:
         # The stop flag rides along with the gradients: no extra collective.
-        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(grads) + [stop])
+        reduced = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, list(grads) + [stop])
         grads, stop = reduced[:-1], reduced[-1]
       if loss_scaling:
         grads = optimizer.get_unscaled_gradients(grads)
@@ -293,8 +295,20 @@ class Trainer:
       optimizer.apply_gradients(zip(grads, model.trainable_variables),
                                 experimental_aggregate_gradients=False)
       return loss, aux, stop
+    return replica_step
 
-    strategy = self.strategy
+  def _build_train_fn(self, global_batch_size, stop_flag=None):
+    """The compiled loop `train_loop(iterator, num_steps)`: up to num_steps updates, stopping
+    early at a non-finite loss or once the (all-reduced) stop flag was raised."""
+    optimizer, strategy = self.optimizer, self.strategy
+    # A TPU loop cannot read a host variable: there the trainer checks between loop calls.
+    # With the flag read in the loop, only the loop's (all-reduced) answer may stop a worker:
+    # a worker that stopped on its own between loop calls would leave the others waiting in
+    # the next step's collective.
+    self._stop_read_in_graph = stop_flag is not None and not isinstance(
+        strategy, tf.distribute.TPUStrategy)
+    replica_step = self._replica_step_fn(global_batch_size,
+                                         stop_flag if self._stop_read_in_graph else None)
 
     def one_step(iterator):
       step_before = tf.identity(optimizer.iterations)
@@ -314,10 +328,7 @@ class Trainer:
 
     @tf.function
     def train_loop(iterator, num_steps):
-      """Runs up to num_steps steps; stops early at a non-finite loss or a stop request.
-
-      Returns (sum of losses, sum of aux, steps run, first bad step or -1, stopped).
-      """
+      """Returns (sum of losses, sum of aux, steps run, first bad step or -1, stopped)."""
       loss_sum = tf.constant(0.0)
       aux_sum = {n: tf.constant(0.0) for n in aux_keys}
       steps = tf.constant(0)
@@ -431,10 +442,13 @@ class Trainer:
 
   # ------------------------------------------------------------------ restore for eval/predict
   def _restore_for_inference(self, checkpoint_path):
-    """Loads checkpoint_path (a prefix or a directory; None: output_dir's latest intact
-    checkpoint, else task.initialize from its init checkpoint). Returns the step."""
+    """Loads checkpoint_path (a checkpoint prefix, a directory of checkpoints, or a fine-tuned
+    HF transformers directory; None: output_dir's latest intact checkpoint, else
+    task.initialize from its init checkpoint). Returns the step."""
+    from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
+    from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
     path = checkpoint_path
-    if path and tf.io.gfile.isdir(path):
+    if path and tf.io.gfile.isdir(path) and not hf.is_hf_directory(path):
       path = checkpointing.latest_checkpoint(path)
       if not path:
         raise AlbertError(f"{checkpoint_path}: no checkpoint in this directory")
@@ -446,13 +460,13 @@ class Trainer:
                           "--init_checkpoint: nothing to evaluate (train first with --do_train)")
       self.task.initialize(self.model)
       return self.global_step
-    if not tf.io.gfile.exists(path + ".index") and not integrity.checkpoint_files(path):
+    if not (tf.io.gfile.exists(path + ".index") or integrity.checkpoint_files(path)
+            or hf.is_hf_directory(path)):
       raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
-    # Every weight must come from the checkpoint (ours or an official TF1 one): a head left at
-    # its random initial value would evaluate, predict and export garbage without a word.
-    # (restore_model_weights verifies the checkpoint reads whole first.)
-    from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-    step = restore_model_weights(self.model, path) or 0
+    # Every weight must come from the checkpoint (ours, an official TF1 one or an HF
+    # directory, whose head rows follow the task's classes): a head left at its random
+    # initial value would evaluate, predict and export garbage without a word.
+    step = restore_model_weights(self.model, path, label_list=self.task.label_list) or 0
     if self.optimizer is None:
       self._eval_step_counter.assign(step)
     return step
@@ -478,58 +492,29 @@ class Trainer:
 
   # ------------------------------------------------------------------ evaluate
   def evaluate(self, eval_batch_size, max_eval_steps=None, checkpoint_path=None,
-               results_file=None):
+               results_file=None, return_outputs=False):
     """Evaluates a checkpoint (default: output_dir's latest) over the eval data.
 
-    Returns {"global_step", "loss", <aux means>, <metric results>, <task.reduce_outputs>}; the
-    loss and aux values are per-example means over every evaluated example. If `results_file`
-    is given, also writes it in the official `key = value` format.
+    Returns {"global_step", "num_examples", "loss", <aux means>, <metric results>, <the task's
+    reduce_outputs metrics>}; the loss and aux values are per-example means over every
+    evaluated example (absent when the eval data has no labels, as SQuAD's). With
+    `return_outputs`, returns (results, the task's eval outputs). If `results_file` is given,
+    also writes it in the official `key = value` format.
     """
     dataset, spec = self._distributed_dataset("eval", eval_batch_size)
     self._ensure_built(spec)
     step = self._restore_for_inference(checkpoint_path)
     for metric in self.eval_metrics:
       metric.reset_state()
-    wants_outputs = type(self.task).aggregate_outputs is not Task.aggregate_outputs
-    model, task, strategy = self.model, self.task, self.strategy
-
     if self._eval_fn is None:
-      def replica_eval(features, labels):
-        outputs = model(features, training=False)
-        loss, aux = task.build_losses(labels, outputs, eval_batch_size)
-        task.update_metrics(self.eval_metrics, labels, outputs)
-        count = tf.shape(tf.nest.flatten(features)[0])[0]
-        # Undo the division by eval_batch_size: sums over examples, per replica.
-        scale = tf.cast(eval_batch_size, tf.float32)
-        sums = {"loss": tf.cast(loss, tf.float32) * scale}
-        sums.update({n: tf.cast(a, tf.float32) * scale for n, a in (aux or {}).items()})
-        return sums, count, outputs
-
-      def eval_step(dist_features, dist_labels):
-        sums, count, outputs = strategy.run(replica_eval, args=(dist_features, dist_labels))
-        sums = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-                for n, v in sums.items()}
-        count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
-        return sums, count, outputs
-      self._eval_fn = tf.function(eval_step, jit_compile=False)
-
-    totals, examples, state = {}, 0, None
-    with self._input_errors_explained("eval"):
-      for i, (features, labels) in enumerate(dataset):
-        if max_eval_steps and i >= max_eval_steps:
-          break
-        sums, count, outputs = self._eval_fn(features, labels)
-        examples += int(count.numpy())
-        for n, v in sums.items():
-          totals[n] = totals.get(n, 0.0) + float(v.numpy())
-        if wants_outputs:
-          state = task.aggregate_outputs(state, self._local_concat(features),
-                                         self._local_concat(labels),
-                                         self._local_concat(outputs))
-    results = {n: v / max(examples, 1) for n, v in totals.items()}
+      self._eval_fn = self._build_eval_fn(eval_batch_size)
+    totals, examples, state = self._run_evaluation(dataset, max_eval_steps)
+    has_labels = bool(tf.nest.flatten(spec[1]))
+    results = {n: v / max(examples, 1) for n, v in totals.items()} if has_labels else {}
     for metric in self.eval_metrics:
       results[metric.name] = float(metric.result().numpy())
-    results.update(task.reduce_outputs(state) or {})
+    metrics, outputs = self.task.reduce_outputs(state, "eval")
+    results.update(metrics)
     results["global_step"] = step
     results["num_examples"] = examples
     writer = self._summary_writer("eval")
@@ -542,8 +527,51 @@ class Trainer:
         f"{n} = {progress_lib.format_value(v)}" for n, v in sorted(results.items())
         if n != "global_step"))
     if results_file and self.is_chief:
-      write_results_file(results_file, results)
-    return results
+      results_lib.write_results_file(results_file, results)
+    return (results, outputs) if return_outputs else results
+
+  def _build_eval_fn(self, eval_batch_size):
+    """One compiled eval step: (sums of loss and aux over the batch's examples, example count,
+    the model's outputs), reduced over replicas."""
+    model, task, strategy = self.model, self.task, self.strategy
+
+    def replica_eval(features, labels):
+      outputs = model(features, training=False)
+      loss, aux = task.build_losses(labels, outputs, eval_batch_size)
+      task.update_metrics(self.eval_metrics, labels, outputs)
+      count = tf.shape(tf.nest.flatten(features)[0])[0]
+      # Undo the division by eval_batch_size: sums over examples, per replica.
+      scale = tf.cast(eval_batch_size, tf.float32)
+      sums = {"loss": tf.cast(loss, tf.float32) * scale}
+      sums.update({n: tf.cast(a, tf.float32) * scale for n, a in (aux or {}).items()})
+      return sums, count, outputs
+
+    def eval_step(dist_features, dist_labels):
+      sums, count, outputs = strategy.run(replica_eval, args=(dist_features, dist_labels))
+      sums = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+              for n, v in sums.items()}
+      count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
+      return sums, count, outputs
+    return tf.function(eval_step, jit_compile=False)
+
+  def _run_evaluation(self, dataset, max_eval_steps):
+    """Runs the eval step over `dataset`. Returns (sums, example count, the task's aggregated
+    outputs state)."""
+    wants_outputs = type(self.task).aggregate_outputs is not Task.aggregate_outputs
+    totals, examples, state = {}, 0, None
+    with self._input_errors_explained("eval"):
+      for i, (features, labels) in enumerate(dataset):
+        if max_eval_steps and i >= max_eval_steps:
+          break
+        sums, count, outputs = self._eval_fn(features, labels)
+        examples += int(count.numpy())
+        for n, v in sums.items():
+          totals[n] = totals.get(n, 0.0) + float(v.numpy())
+        if wants_outputs:
+          state = self.task.aggregate_outputs(state, self._local_concat(features),
+                                              self._local_concat(labels),
+                                              self._local_concat(outputs))
+    return totals, examples, state
 
   # ------------------------------------------------------------------ predict
   def predict(self, predict_batch_size, checkpoint_path=None):

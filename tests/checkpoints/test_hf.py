@@ -43,6 +43,16 @@ def copy_fixture(name, tmp_path):
   return shutil.copytree(DATA / name, tmp_path / name)
 
 
+def assert_same_tensors(expected_dir, actual_dir):
+  """The two directories' model.safetensors hold the same names and bit-equal tensors."""
+  expected = load_file(os.path.join(expected_dir, "model.safetensors"))
+  actual = load_file(os.path.join(actual_dir, "model.safetensors"))
+  assert sorted(actual) == sorted(expected)
+  for key, value in expected.items():
+    assert actual[key].dtype == value.dtype, key
+    np.testing.assert_array_equal(actual[key], value, err_msg=key)
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_outputs_match_transformers(name):
   model, report = pretrainer_from(DATA / name)
@@ -92,11 +102,7 @@ def test_save_writes_what_transformers_accepted(tmp_path):
 def test_hf_to_ours_to_hf_is_bit_exact(name, tmp_path):
   model, _ = pretrainer_from(DATA / name)
   albert_tf.save_hf_checkpoint(model, tmp_path / "out")
-  original = load_file(DATA / name / "model.safetensors")
-  back = load_file(tmp_path / "out" / "model.safetensors")
-  assert sorted(back) == sorted(original)
-  for key, value in original.items():
-    np.testing.assert_array_equal(back[key], value, err_msg=key)
+  assert_same_tensors(DATA / name, tmp_path / "out")
   theirs = json.loads((DATA / name / "config.json").read_text())
   ours = json.loads((tmp_path / "out" / "config.json").read_text())
   for key, value in ours.items():

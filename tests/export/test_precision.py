@@ -1,7 +1,11 @@
-"""Serving precision (--export_precision): float32 and bfloat16 copies of trained models, and a
-bfloat16 export served from a fresh process."""
+"""Serving precision (--export_precision): float32 and bfloat16 copies of trained models, a
+bfloat16 export served from a fresh process, "auto" (the faster of the two, timed at export and
+recorded), and the one-line warning where bf16 cannot be faster."""
 
+import json
+import logging
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -10,13 +14,16 @@ import tf_keras
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
-from albert_tf.export import export_classifier
+from albert_tf.export import export_classifier, export_multiple_choice
+from albert_tf.export import precision as precision_lib
 from albert_tf.export.precision import serving_copy
+from albert_tf.export.squad_serving import export_squad_model
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.squad import AlbertSquadModel
-from tests.helpers import finetune
-from tests.helpers.tiny_config import tiny_config_dict
+from tests.helpers import finetune, glue_fixtures, scripts
+from tests.helpers.text import make_tiny_spm_model
+from tests.helpers.tiny_config import tiny_config_dict, write_tiny_config
 
 SEQ = 16
 
@@ -137,3 +144,189 @@ def test_bf16_export_is_served_as_in_process(tmp_path):
   # unnoticed.
   with pytest.raises(AlbertError, match=r"precision: existing \"bf16\" vs new \"fp32\""):
     export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy", True)
+
+
+# --------------------------------------------------------------------------- auto, CPU warning
+def _export_info(version_dir):
+  return json.loads((pathlib.Path(version_dir) / "assets.extra" / "albert_export.json")
+                    .read_text())
+
+
+def _variable_dtypes(version_dir):
+  reader = tf.train.load_checkpoint(os.path.join(version_dir, "variables", "variables"))
+  return set(reader.get_variable_to_dtype_map().values())
+
+
+def _timer_favouring(winner, requests):
+  """precision._time_interleaved that runs the real calls (recording what each returned) but
+  reports `winner` twice as fast, so the choice is known."""
+  real = precision_lib._time_interleaved  # pylint: disable=protected-access
+
+  def timer(calls):
+    times = real(calls)
+    requests.extend(calls[p]() for p in ("fp32", "bf16"))
+    base = {p: [max(t, 1e-3) for t in ms] for p, ms in times.items()}
+    loser = "fp32" if winner == "bf16" else "bf16"
+    return {winner: base[winner], loser: [2 * t for t in base[winner]]}
+  return timer
+
+
+@pytest.mark.parametrize("winner", ["bf16", "fp32"])
+def test_auto_exports_the_faster_precision_and_records_why(tmp_path, monkeypatch, caplog,
+                                                           winner):
+  requests = []
+  monkeypatch.setattr(precision_lib, "_time_interleaved", _timer_favouring(winner, requests))
+  caplog.set_level(logging.INFO, logger="absl")
+  model = _classifier(seed=3)
+  export_base = str(tmp_path / "auto")
+  version_dir = export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy",
+                                  True, precision="auto")
+  # The probe ran the real token_ids function of both copies: batch 1, max_seq_length.
+  assert [r["probabilities"].shape for r in requests] == [(1, 3), (1, 3)]
+  info = _export_info(version_dir)
+  assert info["precision"] == "auto"
+  choice = info["precision_choice"]
+  assert choice["requested"] == "auto" and choice["chosen"] == winner
+  assert choice["request"] == f"token_ids, batch 1 x {SEQ} tokens"
+  assert choice["rounds"] >= precision_lib.PROBE_MIN_ROUNDS
+  medians = choice["median_ms"]
+  assert medians[winner] * 2 == pytest.approx(medians["fp32" if winner == "bf16" else "bf16"],
+                                              rel=1e-2)
+  assert choice["bf16_vs_fp32"] == (0.5 if winner == "bf16" else 2.0)
+  assert choice["onednn"] == precision_lib.onednn_enabled()
+  assert choice["tensorflow"] == tf.__version__
+  assert choice["cpu"] == precision_lib.cpu_info()["model"]
+  assert (tf.bfloat16 in _variable_dtypes(version_dir)) == (winner == "bf16")
+  lines = [r.getMessage() for r in caplog.records if "--export_precision=auto" in r.getMessage()]
+  assert len(lines) == 1 and lines[0].startswith(f"--export_precision=auto: {winner} (")
+  assert "\n" not in lines[0]
+  if winner == "bf16":
+    # Timings differ between two exports of one model: a second auto export is a new version
+    # of the same model, not "a different model".
+    again = export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy",
+                              True, precision="auto")
+    assert again != version_dir and _export_info(again)["precision_choice"]["chosen"] == "bf16"
+    # An explicit precision still is a different model than an auto export.
+    with pytest.raises(AlbertError, match=r"precision: existing \"auto\" vs new \"fp32\""):
+      export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy", True)
+
+
+def test_auto_times_the_squad_and_multiple_choice_signatures(tmp_path, monkeypatch):
+  """Their probes send [1, seq] (+ p_mask) and [1, 4, seq] requests through the real serving
+  functions (real timings here: the choice is whichever was faster)."""
+  config = AlbertConfig.from_dict(tiny_config_dict())
+  squad = AlbertSquadModel(config, version_2_with_negative=True)
+  _randomize(squad, seed=4, std=0.05)
+  version_dir = export_squad_model(squad, str(tmp_path / "squad"), SEQ, precision="auto")
+  choice = _export_info(version_dir)["precision_choice"]
+  assert choice["request"] == f"serving_default, batch 1 x {SEQ} tokens"
+  faster = "bf16" if choice["bf16_vs_fp32"] < 1 else "fp32"
+  assert choice["chosen"] == faster
+  assert (tf.bfloat16 in _variable_dtypes(version_dir)) == (faster == "bf16")
+  assert all(ms > 0 for ms in choice["median_ms"].values())
+  race = AlbertMultipleChoice(config)
+  version_dir = export_multiple_choice(race, str(tmp_path / "race"), SEQ, 8, precision="auto")
+  choice = _export_info(version_dir)["precision_choice"]
+  assert choice["request"] == f"token_ids, batch 1 x 4 choices x {SEQ} tokens"
+  assert choice["chosen"] == ("bf16" if choice["bf16_vs_fp32"] < 1 else "fp32")
+
+
+def test_auto_is_not_a_compute_precision():
+  with pytest.raises(AlbertError, match=r"--export_precision=auto: a serving copy is fp32 or "
+                                        r"bf16"):
+    serving_copy(_classifier(), "auto")
+  with pytest.raises(AlbertError, match=r"expected one of fp32, bf16, auto$"):
+    precision_lib.check_precision("bf16+xla")
+
+
+_CPUINFO = """processor\t: 0
+vendor_id\t: {vendor}
+model name\t: {model}
+flags\t\t: fpu sse2 avx2 avx512f {flags}
+
+processor\t: 1
+vendor_id\t: {vendor}
+model name\t: other
+flags\t\t: fpu
+"""
+
+
+@pytest.mark.parametrize("vendor,model,flags,onednn,expected", [
+    ("GenuineIntel", "Intel Xeon Gold 6248", "avx512_vnni", True,
+     "this CPU (Intel Xeon Gold 6248) has neither AVX512-BF16 nor AMX-BF16, so oneDNN emulates"),
+    ("AuthenticAMD", "AMD EPYC", "avx512_vnni avx512_bf16", True, None),
+    ("GenuineIntel", "Intel Xeon Platinum 8480+", "avx512_bf16 amx_bf16 amx_tile", True, None),
+    ("AuthenticAMD", "AMD EPYC", "avx512_bf16", False,
+     "TensorFlow's oneDNN ops are off in this process (TF_ENABLE_ONEDNN_OPTS=0"),
+])
+def test_bf16_slowdown_names_the_cpus_that_cannot_profit(tmp_path, vendor, model, flags, onednn,
+                                                         expected):
+  path = tmp_path / "cpuinfo"
+  path.write_text(_CPUINFO.format(vendor=vendor, model=model, flags=flags))
+  cpu = precision_lib.cpu_info(str(path))
+  assert cpu["model"] == model and cpu["vendor"] == vendor  # the first processor's block
+  assert "avx512f" in cpu["flags"]
+  reason = precision_lib.bf16_slowdown(cpu, onednn)
+  assert (reason is None) if expected is None else reason.startswith(expected)
+
+
+def test_bf16_slowdown_claims_nothing_without_x86_flags(tmp_path):
+  path = tmp_path / "cpuinfo"  # aarch64 Linux: `Features`, no `flags`, no model name
+  path.write_text("processor\t: 0\nFeatures\t: fp asimd bf16\nCPU part\t: 0xd40\n")
+  cpu = precision_lib.cpu_info(str(path))
+  assert cpu["flags"] is None
+  assert precision_lib.bf16_slowdown(cpu, False) is None
+  assert precision_lib.cpu_info(str(tmp_path / "missing"))["flags"] is None
+
+
+def test_bf16_export_warns_in_one_line_where_the_cpu_cannot_profit(tmp_path, monkeypatch,
+                                                                   caplog):
+  path = tmp_path / "cpuinfo"
+  path.write_text(_CPUINFO.format(vendor="GenuineIntel", model="Intel Xeon Gold 6248",
+                                  flags="avx512_vnni"))
+  monkeypatch.setattr(precision_lib, "CPUINFO", str(path))
+  monkeypatch.setattr(precision_lib, "onednn_enabled", lambda: True)  # whatever runs the test
+  caplog.set_level(logging.INFO, logger="absl")
+  model = _classifier()
+  build = lambda copy: copy  # noqa: E731  (the module: the copy itself)
+  copy, measured = precision_lib.choose_serving(model, "bf16", build, probe=None)
+  assert measured is None and copy.dtype_policy.name == "bfloat16"
+  warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+  assert warnings == [
+      "--export_precision=bf16: this CPU (Intel Xeon Gold 6248) has neither AVX512-BF16 nor "
+      "AMX-BF16, so oneDNN emulates bfloat16 matmuls: bf16 serves slower than fp32 here "
+      "(1.1-2.5x measured); export fp32, or auto to time both"]
+  caplog.clear()
+  precision_lib.choose_serving(model, "fp32", build, probe=None)  # fp32: nothing to say
+  assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_run_classifier_export_precision_auto(tmp_path):
+  """The real script: --export_precision=auto says its choice in one line and exports it."""
+  spm = make_tiny_spm_model(str(tmp_path))
+  glue_fixtures.write_glue(str(tmp_path / "glue"))
+  config = write_tiny_config(tmp_path / "albert_config.json")
+  args = ["--task_name=MRPC", "--data_dir=glue", "--output_dir=out",
+          f"--albert_config_file={config}", f"--spm_model_file={spm}", "--do_train=true",
+          "--do_lower_case=true", "--max_seq_length=24", "--optimizer=adamw",
+          "--warmup_step=0", "--learning_rate=1e-4", "--train_step=1",
+          "--save_checkpoints_steps=1", "--train_batch_size=4", "--export_dir=serving"]
+  proc = scripts.run_script("run_classifier.py", args + ["--export_precision=auto"],
+                            cwd=str(tmp_path))
+  assert proc.returncode == 0, scripts.describe(proc)
+  version_dir = scripts.versioned_export(str(tmp_path / "serving"))
+  choice = _export_info(version_dir)["precision_choice"]
+  lines = [l for l in (proc.stdout + proc.stderr).splitlines()
+           if "--export_precision=auto" in l]
+  assert lines == [
+      f"--export_precision=auto: {choice['chosen']} (token_ids, batch 1 x 24 tokens: fp32 "
+      f"{choice['median_ms']['fp32']:.1f} ms, bf16 {choice['median_ms']['bf16']:.1f} ms, "
+      f"bf16/fp32 {choice['bf16_vs_fp32']:.2f} over {choice['rounds']} rounds on "
+      f"{choice['cpu']})"], proc.stderr[-3000:]
+  assert (tf.bfloat16 in _variable_dtypes(version_dir)) == (choice["chosen"] == "bf16")
+  # A value that is none of the three is refused before any work, naming the choices.
+  proc = scripts.run_script("run_classifier.py", args + ["--export_precision=fast"],
+                            cwd=str(tmp_path))
+  assert proc.returncode == 2 and "fp32|bf16|auto" in proc.stderr, proc.stderr[-3000:]
+  assert scripts.last_line(proc.stderr).startswith("error: flag --export_precision="), \
+      proc.stderr[-3000:]

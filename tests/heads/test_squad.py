@@ -120,7 +120,7 @@ def test_v2_head_prediction_beam_matches_numpy():
 
 def test_v2_head_dropout_only_in_training():
   seq = tf.constant(_inputs(3))
-  head = SquadV2Head(HIDDEN, dropout_prob=0.5, initializer_range=0.5)
+  head = SquadV2Head(HIDDEN, dropout_rate=0.5, initializer_range=0.5)
   eval_a = head(seq, P_MASK, training=False)["cls_logits"].numpy()
   eval_b = head(seq, P_MASK, training=False)["cls_logits"].numpy()
   train = head(seq, P_MASK, training=True)["cls_logits"].numpy()
@@ -140,7 +140,7 @@ def test_v2_head_mixed_precision_outputs_float32():
 
 def test_heads_config_round_trip():
   for head in (SquadSpanHead(initializer_range=0.1, name="span"),
-               SquadV2Head(HIDDEN, start_n_top=4, end_n_top=3, dropout_prob=0.2,
+               SquadV2Head(HIDDEN, start_n_top=4, end_n_top=3, dropout_rate=0.2,
                            initializer_range=0.1, name="v2")):
     config = head.get_config()
     clone = type(head).from_config(config)

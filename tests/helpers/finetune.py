@@ -38,6 +38,17 @@ def write_mrpc(glue_dir, n_train=16, n_dev=8, n_test=5):
   return glue_dir
 
 
+def mrpc_setup(root, n_train=8, n_dev=4, n_test=3):
+  """A tiny MRPC job in `root`: {"root", "spm" (a tiny SentencePiece model), "config" (the tiny
+  albert_config.json), and the data in root/glue}."""
+  from tests.helpers.text import make_tiny_spm_model  # pylint: disable=g-import-not-at-top
+  from tests.helpers.tiny_config import write_tiny_config  # pylint: disable=g-import-not-at-top
+  spm = make_tiny_spm_model(str(root))
+  write_mrpc(os.path.join(root, "glue"), n_train=n_train, n_dev=n_dev, n_test=n_test)
+  return dict(root=root, spm=spm, config=write_tiny_config(os.path.join(root,
+                                                                        "albert_config.json")))
+
+
 def write_cola(glue_dir, n_train=8, n_dev=4, n_test=3):
   def labeled(n, offset):
     return "".join(f"src{i}\t{i % 2}\t\t{SENTENCES[(i + offset) % len(SENTENCES)]}\n"

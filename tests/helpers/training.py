@@ -191,8 +191,8 @@ def make_toy_task(num_classes=3, vocab_size=50, seq_len=8, num_examples=64, seed
       state["n"] += len(labels["label_ids"])
       return state
 
-    def reduce_outputs(self, state):
-      return {"aggregated_examples": float(state["n"])}
+    def reduce_outputs(self, state, mode):
+      return {"aggregated_examples": float(state["n"])}, None
 
   return ToyTask()
 

@@ -13,7 +13,6 @@ import pytest
 
 from tests.helpers import finetune, training as helpers
 from tests.helpers.scripts import run_script
-from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import write_tiny_config
 
 
@@ -128,11 +127,10 @@ def test_disk_full_while_saving_keeps_the_last_checkpoint(pretraining, tmp_path)
 @pytest.fixture(scope="module")
 def mrpc(tmp_path_factory):
   """A 4-step MRPC run with checkpoints at steps 2 and 4, evaluated (model.ckpt-best written)."""
-  tmp = tmp_path_factory.mktemp("broken_ckpt_mrpc")
-  spm = make_tiny_spm_model(str(tmp))
-  finetune.write_mrpc(str(tmp / "glue"), n_train=8, n_dev=4, n_test=3)
-  config = write_tiny_config(str(tmp / "albert_config.json"))
-  flags = [f"--albert_config_file={config}", f"--spm_model_file={spm}", "--task_name=MRPC",
+  setup = finetune.mrpc_setup(tmp_path_factory.mktemp("broken_ckpt_mrpc"))
+  tmp = setup["root"]
+  flags = [f"--albert_config_file={setup['config']}", f"--spm_model_file={setup['spm']}",
+           "--task_name=MRPC",
            f"--data_dir={tmp / 'glue'}", "--max_seq_length=24", "--train_batch_size=4",
            "--eval_batch_size=4", "--predict_batch_size=4", "--train_step=4",
            "--save_checkpoints_steps=2", "--log_every_n_steps=1"]

@@ -104,6 +104,13 @@ def test_tf_config_with_a_task_outside_the_cluster_is_one_line(pretraining_flags
       'error: TF_CONFIG: task index 5 is out of range: the cluster has 2 "worker" tasks')
 
 
+def test_unknown_flag_and_bad_flag_value_are_one_line(pretraining_flags, tmp_path):
+  proc = _run("run_pretraining.py", pretraining_flags + ["--tpu_nam=x"], tmp_path)
+  assert _one_line_error(proc).startswith("error: Unknown command line flag 'tpu_nam'")
+  proc = _run("run_pretraining.py", pretraining_flags + ["--train_batch_size=many"], tmp_path)
+  assert _one_line_error(proc).startswith("error: flag --train_batch_size=many: ")
+
+
 # ------------------------------------------------------------------------------ TPUs
 def test_unreachable_tpu_is_one_line_and_fast(pretraining_flags, tmp_path):
   port = _closed_port()

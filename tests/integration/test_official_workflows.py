@@ -11,7 +11,6 @@ import pytest
 
 from tests.helpers import finetune, training as training_helpers
 from tests.helpers.paths import REPO
-from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import tiny_config_dict, write_tiny_config
 
 
@@ -32,11 +31,7 @@ def _one_line_error(proc):
 
 @pytest.fixture(scope="module")
 def glue_setup(tmp_path_factory):
-  root = tmp_path_factory.mktemp("workflows")
-  spm = make_tiny_spm_model(str(root))
-  finetune.write_mrpc(str(root / "glue"), n_train=8, n_dev=4, n_test=3)
-  config = write_tiny_config(str(root / "albert_config.json"))
-  return dict(root=root, spm=spm, config=config)
+  return finetune.mrpc_setup(tmp_path_factory.mktemp("workflows"))
 
 
 def _mrpc_flags(setup, output_dir, *extra):

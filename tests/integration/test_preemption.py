@@ -12,7 +12,6 @@ import pytest
 
 from tests.helpers import finetune, training as helpers
 from tests.helpers.paths import REPO
-from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import write_tiny_config
 
 EXIT_STOPPED = 42
@@ -103,9 +102,8 @@ def test_sigterm_mid_pretraining_saves_the_step_and_resumes_bit_exactly(setup, t
 
 
 def test_ctrl_c_during_run_classifier_training_saves_and_resumes(tmp_path):
-  spm = make_tiny_spm_model(str(tmp_path))
-  finetune.write_mrpc(str(tmp_path / "glue"), n_train=16, n_dev=4, n_test=3)
-  config = write_tiny_config(str(tmp_path / "albert_config.json"))
+  setup = finetune.mrpc_setup(tmp_path, n_train=16)
+  spm, config = setup["spm"], setup["config"]
 
   def argv(output_dir):
     return [os.path.join(REPO, "run_classifier.py"), "--task_name=MRPC",

@@ -19,8 +19,8 @@ def test_task_losses_against_numpy(tmp_path):
   expected = -(log_probs[0, 0] + log_probs[1, 1]) / 4  # padding example weighted 0
   assert float(loss) == pytest.approx(expected, rel=1e-5)
   state = task.aggregate_outputs(None, None, {k: v.numpy() for k, v in labels.items()},
-                                 {"logits": logits})
-  result = task.reduce_outputs(state)
+                                 {"logits": logits, "probabilities": logits})
+  result, _ = task.reduce_outputs(state, "eval")
   assert result["eval_accuracy"] == 0.5 and result["num_examples"] == 2
   assert result["eval_loss"] == pytest.approx(-(log_probs[0, 0] + log_probs[1, 1]) / 2, rel=1e-5)
   stsb = ClassificationTask(GlueConfig(tiny_albert_config(), str(tmp_path), task_name="sts-b",

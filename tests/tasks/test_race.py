@@ -17,7 +17,8 @@ def test_race_task_per_level_accuracy(tmp_path):
   logits = np.eye(4, dtype=np.float32)[[0, 1, 2, 3]]
   labels = {"label_ids": np.array([0, 1, 0, 0]), "level": np.array([0, 0, 1, 1]),
             "is_real_example": np.ones(4, np.float32)}
-  result = task.reduce_outputs(task.aggregate_outputs(None, None, labels, {"logits": logits}))
+  outputs = {"logits": logits, "probabilities": logits}
+  result, _ = task.reduce_outputs(task.aggregate_outputs(None, None, labels, outputs), "eval")
   assert result["eval_accuracy"] == 0.5
   assert result["middle_accuracy"] == 1.0 and result["high_accuracy"] == 0.0
   with pytest.raises(AlbertError, match="max_qa_length=20 must be in"):

@@ -63,6 +63,15 @@ def _wait_for(predicate, timeout, procs=()):
   return False
 
 
+def _wait_for_all(workers, timeout, what):
+  """Waits until every worker has exited (killing any left after `timeout`); returns logs."""
+  try:
+    assert _wait_for(lambda: all(p.poll() is not None for p in workers), timeout), what
+  finally:
+    _kill(workers)
+  return [helpers.read_log(p) for p in workers]
+
+
 def _kill(procs):
   for p in procs:
     if p.poll() is None:
@@ -92,10 +101,8 @@ def test_multi_worker_sigterm_to_one_worker_stops_all_at_one_step_and_resumes(re
     assert _wait_for(first_ckpt.exists, 240, workers), "\n".join(
         helpers.read_log(p)[-3000:] for p in workers)
     workers[1].send_signal(signal.SIGTERM)
-    assert _wait_for(lambda: all(p.poll() is not None for p in workers), 120), "stop hung"
   finally:
-    _kill(workers)
-  texts = [helpers.read_log(p) for p in workers]
+    texts = _wait_for_all(workers, 120, "stop hung")
   for p, text in zip(workers, texts):
     assert p.returncode == 42, text[-3000:]
   last = [text.strip().splitlines()[-1] for text in texts]
@@ -109,11 +116,7 @@ def test_multi_worker_sigterm_to_one_worker_stops_all_at_one_step_and_resumes(re
 
   # 2. The same command again, both workers: resume from the stop's checkpoint and finish.
   workers = helpers.start_workers(flags, log_dir=str(logs))
-  try:
-    assert _wait_for(lambda: all(p.poll() is not None for p in workers), 240), "restart hung"
-  finally:
-    _kill(workers)
-  logs_text = [helpers.read_log(p) for p in workers]
+  logs_text = _wait_for_all(workers, 240, "restart hung")
   for p, text in zip(workers, logs_text):
     assert p.returncode == 0, text[-5000:]
   assert f"Resuming from {out / f'ckpt-{step}'} at step {step} (input position restored)" \
@@ -136,7 +139,7 @@ def test_strategy_selection_and_errors(monkeypatch):
   with pytest.raises(AlbertError, match="needs TF_CONFIG"):
     strategy_lib.get_strategy("multi_worker_mirrored")
   monkeypatch.setenv("TF_CONFIG", "{not json")
-  with pytest.raises(AlbertError, match="TF_CONFIG is not JSON"):
+  with pytest.raises(AlbertError, match="TF_CONFIG: not JSON"):
     strategy_lib.get_strategy()
   monkeypatch.setenv("TF_CONFIG", helpers.tf_config([1111, 2222], 0))
   assert strategy_lib._tf_config_has_cluster()  # pylint: disable=protected-access

@@ -128,7 +128,9 @@ def test_bad_arguments_raise_one_line_errors():
 
 
 def test_weight_decay_rule_on_names():
-  assert opt_lib.uses_weight_decay("encoder/transformer/dense/kernel:0")
-  assert not opt_lib.uses_weight_decay("encoder/embeddings/layer_normalization/gamma:0")
-  assert not opt_lib.uses_weight_decay("bert/encoder/LayerNorm/beta")
-  assert not opt_lib.uses_weight_decay("cls/predictions/output_bias:0")
+  # The optimizer's own rule (the model garden's LAMB, with the official exclusions).
+  uses_weight_decay = opt_lib.create_optimizer("lamb", 0.1, 10)._do_use_weight_decay  # pylint: disable=protected-access
+  assert uses_weight_decay("encoder/transformer/dense/kernel:0")
+  assert not uses_weight_decay("encoder/embeddings/layer_normalization/gamma:0")
+  assert not uses_weight_decay("bert/encoder/LayerNorm/beta")
+  assert not uses_weight_decay("cls/predictions/output_bias:0")

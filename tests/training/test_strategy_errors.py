@@ -36,7 +36,7 @@ TWO_WORKERS = ["127.0.0.1:1111", "127.0.0.1:2222"]
      'TF_CONFIG: cluster "worker" task 0 is "127.0.0.1": expected a "host:port" address'),
     ({"cluster": ["127.0.0.1:1111"], "task": {"type": "worker", "index": 0}},
      'TF_CONFIG: "cluster" is a list: expected an object'),
-    (["worker"], "TF_CONFIG is a list: expected an object"),
+    (["worker"], "TF_CONFIG: found a list, expected an object"),
 ])
 def test_malformed_tf_config_is_one_line(monkeypatch, tf_config, message):
   from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top

@@ -71,9 +71,8 @@ class DocumentEncoder:
     self.invalid_utf8 = invalid_utf8
     # SentencePiece threads for batched encoding: all cores in-process, 1 per worker process.
     self.encode_threads = encode_threads
-    self.tokenizer = tokenization.FullTokenizer(
-        vocab_file=spec.vocab_file, do_lower_case=spec.do_lower_case,
-        spm_model_file=spec.spm_model_file)
+    self.tokenizer = tokenization.make_tokenizer(spec.spm_model_file, spec.vocab_file,
+                                                 spec.do_lower_case)
     self.tokenizer.check_special_tokens()
     tok = self.tokenizer
     if tok.sp_model is not None:
@@ -547,22 +546,7 @@ def create_pretraining_data(input_file,
   writer = None
   try:
     writer = _ShardedWriter(output_files)
-    for msg in messages:
-      if msg[0] == "records":
-        for record in msg[2]:
-          writer.write(record)
-        progress.instances += len(msg[2])
-      else:
-        _, _, num_bytes, chunk_stats, chunk_counters = msg
-        stats.merge(chunk_stats)
-        for k, v in chunk_counters.items():
-          if k.startswith("peak_"):
-            counters[k] = max(counters.get(k, 0.0), v)
-          else:
-            counters[k] += v
-        progress.bytes_done += num_bytes
-        progress.documents += chunk_stats.documents
-      progress.update()
+    _consume(messages, writer, progress, stats, counters)
     if stats.instances == 0:
       raise AlbertError(
           f"no instances created from --input_file={input_file}: {stats.documents} usable "
@@ -578,21 +562,51 @@ def create_pretraining_data(input_file,
     messages.close()
     if shutdown is not None:
       shutdown()
+  progress.update(force=True)
+  return _report(stats, counters, len(files), progress,
+                 dict(zip(output_files, writer.counts)))
+
+
+def _report(stats, counters, num_input_files, progress, output_counts):
+  """The run's statistics (the dict create_pretraining_data returns)."""
   elapsed = time.time() - progress.start
   report = stats.to_dict()
   report.update(counters)
   report.update({
-      "input_files": len(files),
+      "input_files": num_input_files,
       "input_bytes": progress.bytes_done,
       "seconds": elapsed,
       "mb_per_second": progress.bytes_done / 1e6 / max(elapsed, 1e-9),
       "instances_per_second": stats.instances / max(elapsed, 1e-9),
-      "output_files": dict(zip(output_files, writer.counts)),
+      "output_files": output_counts,
       "mean_masked_fraction": stats.masked / max(stats.tokens, 1),
       "swapped_fraction": stats.swapped / max(stats.instances, 1),
   })
-  progress.update(force=True)
   return report
+
+
+def _consume(messages, writer, progress, stats, counters):
+  """Writes the records of the chunk messages in order and merges their statistics.
+
+  messages: ("records", chunk index, [serialized records]) and ("done", chunk index, bytes
+  read, InstanceStats, counters) tuples, from the serial or the parallel producer.
+  """
+  for msg in messages:
+    if msg[0] == "records":
+      for record in msg[2]:
+        writer.write(record)
+      progress.instances += len(msg[2])
+    else:
+      _, _, num_bytes, chunk_stats, chunk_counters = msg
+      stats.merge(chunk_stats)
+      for k, v in chunk_counters.items():
+        if k.startswith("peak_"):
+          counters[k] = max(counters.get(k, 0.0), v)
+        else:
+          counters[k] += v
+      progress.bytes_done += num_bytes
+      progress.documents += chunk_stats.documents
+    progress.update()
 
 
 def _validate(options, num_workers, chunk_mb, invalid_utf8):

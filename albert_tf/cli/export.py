@@ -1,0 +1,63 @@
+"""export_savedmodel.py's command line: a pretrained checkpoint -> TF-Hub style encoder SavedModel.
+
+Accepts the official export_to_tfhub.py flags (--albert_directory, --checkpoint_name,
+--do_lower_case, --use_einsum, --export_path) and explicit-path extras; the files default to
+the official directory layout (albert_config.json, 30k-clean.model, <checkpoint_name>).
+"""
+
+import os
+
+from absl import flags
+
+from albert_tf.cli.flags import run_command
+from albert_tf.errors import AlbertError
+from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+
+
+def define_flags():
+  """The export's flags (defined when the command runs, never on import)."""
+  flags.DEFINE_string("albert_directory", None, "Directory with albert_config.json, "
+                      "30k-clean.model and the checkpoint (official flag).")
+  flags.DEFINE_string("checkpoint_name", "model.ckpt-best",
+                      "Checkpoint under --albert_directory to export (official flag).")
+  flags.DEFINE_bool("do_lower_case", True, "Whether the model lower-cases its input.")
+  flags.DEFINE_bool("use_einsum", True, "Official flag; accepted for compatibility (no effect).")
+  flags.DEFINE_string("export_path", None, "Output SavedModel directory (official flag).")
+  flags.DEFINE_string("albert_config_file", None, "Extra: config path (default "
+                      "<albert_directory>/albert_config.json).")
+  flags.DEFINE_string("init_checkpoint", None, "Extra: checkpoint path, official TF1 or ours "
+                      "(default <albert_directory>/<checkpoint_name>).")
+  flags.DEFINE_string("spm_model_file", None, "Extra: SentencePiece model (default "
+                      "<albert_directory>/30k-clean.model).")
+  flags.DEFINE_string("export_dir", None, "Extra: alias of --export_path.")
+
+
+def main(argv):
+  del argv
+  f = flags.FLAGS
+  directory = f.albert_directory
+  export_dir = f.export_dir or f.export_path
+  if not export_dir:
+    raise AlbertError("--export_path (or --export_dir) is required")
+  config_file = f.albert_config_file or (directory and os.path.join(directory, CONFIG_ASSET_NAME))
+  checkpoint = f.init_checkpoint or (directory and os.path.join(directory, f.checkpoint_name))
+  spm_model_file = f.spm_model_file or (directory and os.path.join(directory, SPM_ASSET_NAME))
+  if not config_file or not checkpoint:
+    raise AlbertError("--albert_directory (or --albert_config_file and --init_checkpoint) is "
+                      "required")
+  if spm_model_file and not os.path.exists(spm_model_file):
+    if f.spm_model_file:
+      raise AlbertError(f"--spm_model_file={spm_model_file}: file not found")
+    spm_model_file = None  # a WordPiece model directory: export without the SentencePiece asset
+  from albert_tf import AlbertConfig, AlbertPretrainer  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import export_encoder  # pylint: disable=g-import-not-at-top
+  pretrainer = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
+  init_from_checkpoint(pretrainer, checkpoint)
+  path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case)
+  print(f"exported {checkpoint} to {path}")
+
+
+def run():
+  """Defines the flags, parses the command line and exports."""
+  run_command(define_flags, main)

@@ -1,0 +1,25 @@
+"""The on-disk layout of albert_tf's SavedModel exports, described once.
+
+The writers (albert_tf/export/: TF Serving exports and the TF-Hub style encoder) and the reader
+(albert_tf/checkpoints/hub_module.py, behind --albert_hub_module_handle) both use these names.
+This module imports nothing from albert_tf, so both packages can depend on it and neither on the
+other.
+
+  <export>/assets/30k-clean.model            SPM_ASSET_NAME     the SentencePiece model
+  <export>/assets/30k-clean.vocab            VOCAB_ASSET_NAME   its vocabulary (hub encoder)
+  <export>/assets/albert_config.json         CONFIG_ASSET_NAME  the model's config
+  <export>/assets.extra/albert_export.json   EXPORT_INFO        what model the export is (kind,
+                                                                task, architecture, vocabulary)
+  <version>/core_ops/                        CORE_OPS_SUBDIR    serving exports: the same weights
+                                                                with core-TensorFlow signatures
+
+The asset names are those of the official TF-Hub module (export_to_tfhub.py), so one reader
+finds them in both kinds of module.
+"""
+
+SPM_ASSET_NAME = "30k-clean.model"
+VOCAB_ASSET_NAME = "30k-clean.vocab"
+CONFIG_ASSET_NAME = "albert_config.json"
+# A relative path with "/" separators: joined to local paths and to gs:// ones alike.
+EXPORT_INFO = "assets.extra/albert_export.json"
+CORE_OPS_SUBDIR = "core_ops"

@@ -1,0 +1,128 @@
+"""albert_tf.from_pretrained: an official tarball directory, a fine-tuned run's model.ckpt-best
+(its `predict(texts)` answering as the exported SavedModel does), and the errors that keep a
+random head from ever being used."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import albert_tf
+from albert_tf import AlbertError
+from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+from tests.helpers import finetune, scripts
+from tests.helpers.albert_numpy import make_official_weights, write_official_checkpoint
+from tests.helpers.tiny_config import tiny_config_dict
+
+
+@pytest.fixture(scope="module")
+def official_tarball(tmp_path_factory):
+  """albert_config.json + 30k-clean.model + model.ckpt-best, as the released tarballs."""
+  root = tmp_path_factory.mktemp("tarball")
+  setup = finetune.mrpc_setup(root / "work")
+  directory = root / "albert_tiny"
+  directory.mkdir()
+  shutil.copy(setup["config"], directory / "albert_config.json")
+  shutil.copy(setup["spm"], directory / "30k-clean.model")
+  weights = make_official_weights(tiny_config_dict(), seed=4)
+  write_official_checkpoint(weights, str(directory / "model.ckpt-best"))
+  return directory, weights
+
+
+def test_official_tarball_gives_the_pretrainer_config_and_tokenizer(official_tarball):
+  directory, weights = official_tarball
+  pretrained = albert_tf.from_pretrained(str(directory))
+  assert pretrained.model_type == "pretrainer"
+  assert pretrained.config.hidden_size == tiny_config_dict()["hidden_size"]
+  assert pretrained.tokenizer.tokenize("hello world")
+  word = pretrained.model.encoder.embeddings.word_embeddings.numpy()
+  np.testing.assert_array_equal(word, weights["bert/embeddings/word_embeddings"])
+  with pytest.raises(AlbertError, match="predict\\(\\) classifies text"):
+    pretrained.predict(["a sentence"])
+  # A pretraining checkpoint is no classifier: the head is missing, never random.
+  with pytest.raises(AlbertError, match="lacks 2 variables .* output_bias"):
+    AlbertClassifier.from_pretrained(str(directory), label_list=["0", "1"])
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory):
+  """A 2-step MRPC run with an export (model.ckpt-best and a TF Serving version)."""
+  setup = finetune.mrpc_setup(tmp_path_factory.mktemp("finetuned"))
+  root = setup["root"]
+  proc = scripts.run_script("run_classifier.py", [
+      "--task_name=MRPC", f"--data_dir={root / 'glue'}", f"--output_dir={root / 'out'}",
+      f"--albert_config_file={setup['config']}", f"--spm_model_file={setup['spm']}",
+      "--do_train", "--do_eval", "--train_step=2", "--save_checkpoints_steps=2",
+      "--max_seq_length=24", "--train_batch_size=4", "--eval_batch_size=4",
+      "--learning_rate=1e-2", f"--export_dir={root / 'export'}"], root)
+  assert proc.returncode == 0, scripts.describe(proc)
+  return setup
+
+
+def test_finetuned_best_checkpoint_predicts_as_the_exported_savedmodel(finetuned, tmp_path):
+  root = finetuned["root"]
+  pretrained = albert_tf.from_pretrained(
+      str(root / "out" / "model.ckpt-best"), task_name="MRPC",
+      albert_config_file=finetuned["config"], spm_model_file=finetuned["spm"])
+  assert isinstance(pretrained.model, AlbertClassifier) and pretrained.label_list == ["0", "1"]
+  text_a = ["The cat sat on the mat.", "Prices rose sharply in May."]
+  text_b = ["A cat was sitting on the mat.", "Nobody knows the answer."]
+  answer = pretrained.predict(text_a, text_b, max_seq_length=24)
+  served, = scripts.serve(str(tmp_path), [{
+      "export_dir": scripts.versioned_export(str(root / "export")),
+      "signature": "serving_default", "inputs": {"text_a": text_a, "text_b": text_b}}])
+  assert "__error__" not in served, served
+  np.testing.assert_allclose(answer["probabilities"], served["probabilities"], atol=1e-5)
+  assert answer["labels"] == [label.decode() for label in served["label"]]
+
+
+def test_errors_name_what_is_missing(finetuned, tmp_path):
+  root = finetuned["root"]
+  best = str(root / "out" / "model.ckpt-best")
+  with pytest.raises(AlbertError, match="no albert_config.json beside the checkpoint"):
+    albert_tf.from_pretrained(best, task_name="MRPC")
+  with pytest.raises(AlbertError, match="'classifier' is not an AlbertMultipleChoice"):
+    AlbertMultipleChoice.from_pretrained(best, albert_config_file=finetuned["config"],
+                                         model_type="classifier")
+  # A GLUE head is no RACE scorer: 2 rows where the model has 1.
+  with pytest.raises(AlbertError, match=r"output_weights has shape \[2, 32\] .* \[1, 32\]"):
+    AlbertMultipleChoice.from_pretrained(best, albert_config_file=finetuned["config"])
+  with pytest.raises(AlbertError, match="model_type='bert': expected one of"):
+    albert_tf.from_pretrained(best, model_type="bert")
+  with pytest.raises(AlbertError, match="no checkpoint there"):
+    albert_tf.from_pretrained(str(tmp_path / "nothing" / "model.ckpt-1"),
+                              albert_config_file=finetuned["config"])
+
+
+HF_HEADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "hf_heads")
+
+
+@pytest.mark.parametrize("name, model_class, output", [
+    ("hf_classifier", AlbertClassifier, "logits"),
+    ("hf_regression", AlbertClassifier, "logits"),
+    ("hf_multiple_choice", AlbertMultipleChoice, "logits"),
+    ("hf_squad", AlbertSquadModel, "start_logits")])
+def test_hf_task_directories_load_with_their_heads(name, model_class, output):
+  """Each HF task directory gives its model (kind from `architectures`, class names from
+  id2label) with the outputs transformers computed (tests/fixtures/make_hf_reference.py)."""
+  directory = os.path.join(HF_HEADS, name)
+  pretrained = albert_tf.from_pretrained(directory)
+  assert isinstance(pretrained.model, model_class)
+  reference = np.load(os.path.join(directory, "reference.npz"))
+  inputs = {"input_ids": reference["input_ids"], "input_mask": reference["attention_mask"],
+            "segment_ids": reference["token_type_ids"]}
+  if model_class is AlbertSquadModel:
+    inputs["p_mask"] = np.zeros_like(reference["input_ids"])
+  got = np.asarray(pretrained.model(inputs, training=False)[output])
+  want = reference[output]
+  if name == "hf_classifier":
+    # id2label names the classes; the model keeps transformers' order when nothing else is given
+    assert pretrained.label_list == ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]
+  np.testing.assert_allclose(got.reshape(want.shape), want, atol=1e-4)
+  # The task's own order: rows follow the names given.
+  if name == "hf_classifier":
+    mapped = albert_tf.from_pretrained(directory,
+                                       label_list=["contradiction", "entailment", "neutral"])
+    logits = np.asarray(mapped.model(inputs, training=False)["logits"])
+    np.testing.assert_allclose(logits, want[:, [2, 0, 1]], atol=1e-4)

@@ -7,6 +7,15 @@ and peak resident memory (main process and the largest worker). A run on a quart
 shows that peak memory does not grow with the corpus size.
 
   python bench/create_data.py --corpus_mb=50 --workers=1,2
+
+With --official_dir (a folder holding the official `albert/` package: create_pretraining_data.py
+and tokenization.py of google-research/albert, which run on TensorFlow 2 through
+tensorflow.compat.v1), the official tool runs on the first --official_corpus_mb MB of the same
+corpus with the same SentencePiece model and flags, between two runs of ours with 2 workers on
+that text, and the throughput ratio is printed. Both sides are timed after their imports.
+Nothing of the official tool is in this repository: bring it yourself.
+
+  python bench/create_data.py --corpus_mb=20 --workers=2 --official_dir=/tmp/official
 """
 
 import json
@@ -34,6 +43,10 @@ flags.DEFINE_integer("max_predictions_per_seq", 20, "As the official flag.")
 flags.DEFINE_integer("dupe_factor", 1, "As the official flag (1: measures the text path).")
 flags.DEFINE_string("workers", "1,2", "Comma-separated --num_workers values to run.")
 flags.DEFINE_bool("memory_check", True, "Also run 1 worker on a quarter-size corpus.")
+flags.DEFINE_string("official_dir", None, "A folder holding the official albert/ package; "
+                    "also time the official create_pretraining_data.py on the same text.")
+flags.DEFINE_integer("official_corpus_mb", 5, "MB of the corpus given to the official tool "
+                     "(it holds every instance in memory and runs at ~0.2 MB/s).")
 flags.DEFINE_string("single_run", None, "Internal: JSON arguments of one measured run.")
 
 
@@ -132,6 +145,55 @@ def measure(corpus, model, num_workers, output):
   return result
 
 
+# Runs in a fresh interpreter: the official module defines absl flags that clash with ours.
+_OFFICIAL_RUNNER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from absl import flags
+from albert import create_pretraining_data as official
+flags.FLAGS(["create_pretraining_data.py"] + sys.argv[2:])
+official.tf.logging.set_verbosity(official.tf.logging.ERROR)
+official.tf.logging.set_verbosity = lambda level: None  # main() would turn INFO back on
+start = time.time()
+official.main(None)
+print(json.dumps({"seconds": time.time() - start}))
+"""
+
+
+def measure_official(corpus, model, output):
+  """The official tool on `corpus`: seconds after imports (one JSON line from the runner)."""
+  argv = [f"--input_file={corpus}", f"--output_file={output}", f"--spm_model_file={model}",
+          f"--vocab_file={model[:-len('.model')]}.vocab", "--do_lower_case",
+          f"--max_seq_length={FLAGS.max_seq_length}",
+          f"--max_predictions_per_seq={FLAGS.max_predictions_per_seq}",
+          f"--dupe_factor={FLAGS.dupe_factor}", "--random_seed=12345"]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  done = subprocess.run([sys.executable, "-c", _OFFICIAL_RUNNER, FLAGS.official_dir] + argv,
+                        capture_output=True, text=True, env=env, check=False)
+  if done.returncode != 0:
+    raise RuntimeError(f"the official tool failed:\n{done.stderr[-2000:]}")
+  os.remove(output)
+  return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def compare_with_official(corpus, model):
+  """Ours (2 workers) before and after the official tool on the same first MB of `corpus`."""
+  head = os.path.join(FLAGS.work_dir, f"corpus_head_{FLAGS.official_corpus_mb}mb.txt")
+  with open(corpus, "rb") as source, open(head, "wb") as target:
+    target.write(source.read(FLAGS.official_corpus_mb * 1_000_000))
+  size_mb = os.path.getsize(head) / 1e6
+  output = os.path.join(FLAGS.work_dir, "out.tfrecord")
+  ours_before = measure(head, model, 2, output)["report"]["mb_per_second"]
+  official_seconds = measure_official(head, model, output)
+  ours_after = measure(head, model, 2, output)["report"]["mb_per_second"]
+  official = size_mb / official_seconds
+  ours = (ours_before + ours_after) / 2
+  print(f"same {size_mb:.1f} MB: official tool {official:.3f} MB/s ({official_seconds:.1f} s); "
+        f"ours, 2 workers, before/after it {ours_before:.2f}/{ours_after:.2f} MB/s: "
+        f"**{ours / official:.1f}x** the official throughput (load "
+        f"{' '.join(f'{x:.1f}' for x in _load())})", flush=True)
+
+
 def main(argv):
   del argv
   if FLAGS.single_run:
@@ -141,6 +203,8 @@ def main(argv):
   t = time.time()
   base, corpus = make_corpus(FLAGS.work_dir, FLAGS.corpus_mb)
   model = make_model(FLAGS.work_dir, base, FLAGS.vocab_size)
+  from bench.common import cpu_model  # pylint: disable=g-import-not-at-top
+  print(f"CPU: {cpu_model()}")
   print(f"corpus {os.path.getsize(corpus) / 1e6:.1f} MB, model {model} "
         f"(prepared in {time.time() - t:.0f}s)")
   runs = [(corpus, int(w)) for w in FLAGS.workers.split(",")]
@@ -164,6 +228,8 @@ def main(argv):
           f"{rep['input_bytes'] / 1e6 / (r['cpu_main'] + r['cpu_workers']):8.2f} "
           f"{r['peak_rss_main_mb']:18.0f} ({r['rss_after_imports_mb']:4.0f}) "
           f"{r['peak_worker_private_mb']:17.0f}  {load}", flush=True)
+  if FLAGS.official_dir:
+    compare_with_official(corpus, model)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup test quickstart bench
+.PHONY: setup test quickstart bench bench-peers
 
 setup: $(VENV)/.installed
 
@@ -22,3 +22,16 @@ test: setup
 
 quickstart: setup
 	PYTHON=$(PY) bash scripts/quickstart.sh
+
+# Ours vs ONNX Runtime, HF transformers (PyTorch) and the model garden, one run (bench/peers/run.py).
+# Its own venv: torch, transformers and onnxruntime are bench-only (bench/requirements.txt).
+BENCH_VENV ?= .venv-bench
+
+$(BENCH_VENV)/.installed: requirements.txt bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements.txt
+	touch $@
+
+bench-peers: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/peers/run.py $(ARGS)

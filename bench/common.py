@@ -6,6 +6,7 @@ albert_tf are imported inside the functions, so that a parent process (bench/tra
 stays small and its children import them only once they run.
 """
 
+import os
 import statistics
 import subprocess
 import time
@@ -119,6 +120,39 @@ def build_model_garden_step(config, features, labels, jit_compile=None):
     return loss
 
   return step, inputs, encoder
+
+
+def export_model_garden_encoder(work_dir):
+  """The model garden's AlbertEncoder (ALBERT-base, random weights) as a SavedModel with a
+  token-id `serving_default` (encoder + pooler, no head). Returns its directory."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
+  c = ALBERT_BASE
+  encoder = networks.AlbertEncoder(
+      vocab_size=c["vocab_size"], embedding_width=c["embedding_size"],
+      hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
+      num_attention_heads=c["num_attention_heads"],
+      max_sequence_length=c["max_position_embeddings"],
+      type_vocab_size=c["type_vocab_size"], intermediate_size=c["intermediate_size"],
+      dropout_rate=0.0, attention_dropout_rate=0.0, dict_outputs=True)
+  spec = tf.TensorSpec([None, None], tf.int32)
+
+  class Serving(tf.Module):
+    def __init__(self):
+      super().__init__()
+      self.encoder = encoder
+
+    @tf.function(input_signature=[spec, spec, spec])
+    def serve(self, input_word_ids, input_mask, input_type_ids):
+      outputs = self.encoder(dict(input_word_ids=input_word_ids, input_mask=input_mask,
+                                  input_type_ids=input_type_ids), training=False)
+      return {"sequence_output": outputs["sequence_output"],
+              "pooled_output": outputs["pooled_output"]}
+
+  module = Serving()
+  path = os.path.join(work_dir, "garden")
+  tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+  return path
 
 
 # --------------------------------------------------------------------------- timing

@@ -75,37 +75,6 @@ def export_ours(work_dir, seq_length):
   return paths
 
 
-def export_garden(work_dir):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
-  c = common.ALBERT_BASE
-  encoder = networks.AlbertEncoder(
-      vocab_size=c["vocab_size"], embedding_width=c["embedding_size"],
-      hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
-      num_attention_heads=c["num_attention_heads"],
-      max_sequence_length=c["max_position_embeddings"],
-      type_vocab_size=c["type_vocab_size"], intermediate_size=c["intermediate_size"],
-      dropout_rate=0.0, attention_dropout_rate=0.0, dict_outputs=True)
-  spec = tf.TensorSpec([None, None], tf.int32)
-
-  class Serving(tf.Module):
-    def __init__(self):
-      super().__init__()
-      self.encoder = encoder
-
-    @tf.function(input_signature=[spec, spec, spec])
-    def serve(self, input_word_ids, input_mask, input_type_ids):
-      outputs = self.encoder(dict(input_word_ids=input_word_ids, input_mask=input_mask,
-                                  input_type_ids=input_type_ids), training=False)
-      return {"sequence_output": outputs["sequence_output"],
-              "pooled_output": outputs["pooled_output"]}
-
-  module = Serving()
-  path = os.path.join(work_dir, "garden")
-  tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
-  return path
-
-
 def time_blocked(calls, rounds, block=10):
   """Like a server running one model: each model is called `block` times back to back (after
   one untimed call), models taking turns block by block. Returns {name: [ms per call]}."""
@@ -168,7 +137,7 @@ def main(_):
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="serving_latency_")
   batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
   paths = export_ours(work_dir, FLAGS.seq_length)
-  garden_dir = export_garden(work_dir)
+  garden_dir = common.export_model_garden_encoder(work_dir)
   load_before = common.uptime()
   results, agreement = measure(paths, garden_dir, batch_sizes, FLAGS.seq_length, FLAGS.rounds)
   from albert_tf.export.precision import machine_summary  # pylint: disable=g-import-not-at-top

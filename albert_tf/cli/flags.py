@@ -107,6 +107,11 @@ def define_job_flags(max_seq_length=512, do_train=False, learning_rate=5e-5,
   _define(flags.DEFINE_string, "export_dir", None,
           "If set, export the best (else latest) checkpoint as a new SavedModel version for TF "
           "Serving here.")
+  _define(flags.DEFINE_string, "bucket_boundaries", "auto",
+          "Extra: pad each batch only to the smallest of these lengths that holds its longest "
+          "example (training also groups examples of similar length): auto (CPU/GPU: every 32 "
+          "tokens up to 128, every 64 up to 256, then every 128; TPU: off), none (pad to "
+          "--max_seq_length), or lengths such as 64,128. Outputs are unchanged.")
   if evaluation:
     _define(flags.DEFINE_bool, "do_eval", False, "Whether to run eval on the dev set.")
     _define(flags.DEFINE_integer, "eval_batch_size", 8, "Total batch size for eval.")
@@ -275,7 +280,14 @@ def sentence_task_values(source, f=FLAGS):
               max_seq_length=f.max_seq_length, cached_dir=f.cached_dir or f.output_dir,
               spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
-              dropout_rate=f.dropout_prob)
+              dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f))
+
+
+def bucket_boundaries(f=FLAGS):
+  """--bucket_boundaries resolved for this run (off on TPU unless lengths are given)."""
+  from albert_tf.data.bucketing import parse_bucket_boundaries  # pylint: disable=g-import-not-at-top
+  on_tpu = f.use_tpu or f.strategy == "tpu"
+  return parse_bucket_boundaries(f.bucket_boundaries, f.max_seq_length, on_tpu=on_tpu)
 
 
 # ------------------------------------------------------- flags -> configs: one per script
@@ -384,7 +396,8 @@ def squad_config(f=FLAGS):
       max_query_length=f.max_query_length, n_best_size=f.n_best_size,
       max_answer_length=f.max_answer_length, start_n_top=f.start_n_top,
       end_n_top=f.end_n_top, dropout_rate=f.dropout_prob,
-      null_score_diff_threshold=f.null_score_diff_threshold, shuffle_seed=f.seed)
+      null_score_diff_threshold=f.null_score_diff_threshold, shuffle_seed=f.seed,
+      bucket_boundaries=bucket_boundaries(f))
 
 
 def squad_run_config(has_gold_answers, f=FLAGS):

@@ -23,7 +23,7 @@ from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
 from albert_tf import fileio
-from albert_tf.data import record_checks
+from albert_tf.data import bucketing, record_checks
 from albert_tf.errors import AlbertError
 from albert_tf.text import packing
 
@@ -247,7 +247,7 @@ def check_record_length(path, seq_length, num_choices=None):
 
 def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regression=False,
                  input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
-                 type_vocab_size=None, num_labels=None):
+                 type_vocab_size=None, num_labels=None, bucket_boundaries=None):
   """tf.data pipeline over a features TFRecord, following the Task conventions.
 
   mode "train": repeated, shuffled (buffer 100 as the official), full batches only.
@@ -258,6 +258,10 @@ def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regres
   Yields (features, labels): input_ids / input_mask / segment_ids int32 [batch, seq_length]
   (or [batch, num_choices, seq_length]); label_ids int32 (float32 for regression) and
   is_real_example float32, [batch].
+  bucket_boundaries: None, or lengths ending at seq_length (`albert_tf.data.bucketing`): each
+  batch's seq_length is cut to the bucket of its longest example; training batches group
+  examples of similar length, evaluation/prediction batches come sorted by length and carry
+  features["example_index"] (int32 [batch]) to put the outputs back in order.
   """
   rules = feature_rules(seq_length, num_choices, is_regression, vocab_size, type_vocab_size,
                         num_labels)
@@ -266,10 +270,25 @@ def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regres
     dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if mode == "train":
     dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
+  sort_for_eval = bool(bucket_boundaries) and mode != "train"
+
+  def parse(batch):
+    features, labels = _features_and_labels(record_checks.parse_checked_batch(batch, rules),
+                                            is_regression)
+    if sort_for_eval:  # which example each row is, to put the outputs back in order
+      features["example_index"] = tf.cast(batch["index"], tf.int32)
+    return features, labels
+
   # Batched first: parsing and checking a batch at once is much cheaper than record by record.
-  dataset = dataset.batch(batch_size, drop_remainder=(mode == "train"))
-  dataset = dataset.map(
-      lambda batch: _features_and_labels(record_checks.parse_checked_batch(batch, rules),
-                                         is_regression),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if sort_for_eval:
+    dataset = dataset.batch(bucketing.EVAL_WINDOW_EXAMPLES)
+  else:
+    dataset = dataset.batch(batch_size, drop_remainder=(mode == "train"))
+  dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if bucket_boundaries:
+    if mode == "train":
+      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
+    else:
+      dataset = bucketing.sort_windows_by_length(dataset, batch_size)
+    dataset = dataset.map(lambda *element: bucketing.trim_element(element, bucket_boundaries))
   return dataset.prefetch(tf.data.AUTOTUNE)

@@ -33,7 +33,7 @@ from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
 from albert_tf import fileio
-from albert_tf.data import record_checks
+from albert_tf.data import bucketing, record_checks
 from albert_tf.errors import AlbertError
 
 # The official first unique id.
@@ -464,13 +464,17 @@ def check_feature_file(path, seq_length, is_training, flag):
 
 def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_remainder,
                     input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
-                    type_vocab_size=None):
+                    type_vocab_size=None, bucket_boundaries=None):
   """tf.data.Dataset of official SQuAD features (int32) from TFRecord file(s).
 
   Training repeats and shuffles (buffer 100, as the official); prediction reads once in order.
   Yields dicts with every feature in `feature_spec`. Every record is checked against
   `feature_rules` (vocab_size / type_vocab_size: the model's); a bad one fails iteration with an
   InvalidArgumentError that `record_checks.explain_input_error` turns into one line.
+  bucket_boundaries: None, or lengths ending at seq_length (`albert_tf.data.bucketing`): the
+  sequence features of each batch are cut to the bucket of its longest feature; training
+  batches group features of similar length, prediction batches come sorted by length (the
+  outputs are keyed by unique_ids).
   """
   files = tf.io.gfile.glob(file_pattern)
   if not files:
@@ -491,9 +495,18 @@ def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_rema
     return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 
   # Batched first: parsing and checking a batch at once is much cheaper than record by record.
-  dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-  return dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE,
-                     deterministic=True).prefetch(tf.data.AUTOTUNE)
+  sort_for_eval = bool(bucket_boundaries) and not is_training  # (outputs keyed by unique_ids)
+  dataset = dataset.batch(bucketing.EVAL_WINDOW_EXAMPLES if sort_for_eval else batch_size,
+                          drop_remainder=drop_remainder and not sort_for_eval)
+  dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if bucket_boundaries:
+    if is_training:
+      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
+    else:
+      dataset = bucketing.sort_windows_by_length(dataset, batch_size)
+    dataset = dataset.map(lambda features: bucketing.trim_batch_to_bucket(features,
+                                                                           bucket_boundaries))
+  return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 # ----------------------------------------------------------------------------- "left" features

@@ -8,7 +8,7 @@ and predict one class per example (test_results.tsv: one line of class probabili
 import collections
 import dataclasses
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -34,6 +34,8 @@ class SentenceTaskConfig:
   do_lower_case: bool = True
   init_checkpoint: Optional[str] = None
   dropout_rate: float = 0.1
+  # Lengths each batch is padded to (`albert_tf.data.bucketing`); None: --max_seq_length.
+  bucket_boundaries: Optional[Tuple[int, ...]] = None
 
   def __post_init__(self):
     if isinstance(self.albert_config, str):
@@ -41,6 +43,16 @@ class SentenceTaskConfig:
     self.albert_config.check_sequence_length(self.max_seq_length)
     if self.max_seq_length < 3:
       raise AlbertError(f"--max_seq_length={self.max_seq_length} is too small; expected >= 3")
+
+
+def in_example_order(state):
+  """An eval/predict state whose batches came sorted by length (bucketing: each batch's
+  features carried `example_index`) -> the same state as one batch in example order."""
+  if not state or "example_index" not in state:
+    return state
+  order = np.argsort(np.concatenate(state["example_index"]), kind="stable")
+  return {key: [np.concatenate(values)[order]] for key, values in state.items()
+          if key != "example_index"}
 
 
 def concat_real_examples(state):
@@ -135,6 +147,8 @@ class SentenceTaskData:
     state = state or collections.defaultdict(list)
     state["probabilities"].append(np.asarray(outputs["probabilities"]))
     state["predictions"].append(self.predictions_from_outputs(outputs))
+    if features is not None and "example_index" in features:
+      state["example_index"].append(np.asarray(features["example_index"]))
     if labels is not None:
       for key, value in self.labeled_rows(labels, outputs).items():
         state[key].append(value)
@@ -145,6 +159,7 @@ class SentenceTaskData:
   def reduce_outputs(self, state, mode):
     """eval: the task's metrics over the real examples (no outputs); predict: the prediction
     rows `write_predictions` writes."""
+    state = in_example_order(state)
     if mode == "predict":
       return {}, self.prediction_rows(state)
     if not state:

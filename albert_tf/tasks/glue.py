@@ -90,7 +90,8 @@ class ClassificationTask(SentenceTaskData, Task):
     classifier_features.check_record_length(path, self.max_seq_length)
     return classifier_features.make_dataset(
         path, self.max_seq_length, mode, batch_size, is_regression=self.is_regression,
-        input_context=input_context, **self.record_bounds())
+        input_context=input_context, bucket_boundaries=self.params.bucket_boundaries,
+        **self.record_bounds())
 
   # ------------------------------------------------------------------ model
   def build_model(self):

@@ -88,11 +88,15 @@ class RaceTask(SentenceTaskData, Task):
     classifier_features.check_record_length(path, self.max_seq_length, self.num_choices)
     dataset = classifier_features.make_dataset(
         path, self.max_seq_length, mode, batch_size, num_choices=self.num_choices,
-        input_context=input_context, **self.record_bounds())
+        input_context=input_context, bucket_boundaries=self.params.bucket_boundaries,
+        **self.record_bounds())
     if mode == "train":
       return dataset
     # Eval/predict: attach each example's level (0 middle, 1 high) for the per-level accuracy.
     levels = np.array([race.LEVELS.index(e.level) for e in self.examples(mode)], np.int32)
+    if "example_index" in dataset.element_spec[0]:  # bucketed: batches sorted by length
+      return dataset.map(lambda features, labels: (features, dict(
+          labels, level=tf.gather(levels, features["example_index"]))))
     level_dataset = tf.data.Dataset.from_tensor_slices(levels).batch(batch_size)
     return tf.data.Dataset.zip((dataset, level_dataset)).map(
         lambda batch, level: (batch[0], dict(batch[1], level=level)))

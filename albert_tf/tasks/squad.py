@@ -15,7 +15,7 @@
 
 import dataclasses
 import random
-from typing import Optional
+from typing import Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -65,6 +65,8 @@ class SquadConfig:
   dropout_rate: float = 0.1
   null_score_diff_threshold: Optional[float] = None
   shuffle_seed: Optional[int] = None
+  # Lengths each batch is padded to (`albert_tf.data.bucketing`); None: max_seq_length.
+  bucket_boundaries: Optional[Tuple[int, ...]] = None
 
   def __post_init__(self):
     if isinstance(self.albert_config, str):
@@ -254,7 +256,8 @@ class SquadTask(Task):
       dataset = squad.feature_dataset(
           p.train_feature_file, self.max_seq_length, is_training=True,
           batch_size=batch_size, drop_remainder=True, input_context=input_context,
-          seed=p.shuffle_seed, **self._record_bounds())
+          seed=p.shuffle_seed, bucket_boundaries=p.bucket_boundaries,
+          **self._record_bounds())
       v2 = self.version_2_with_negative
 
       def split(record):
@@ -269,7 +272,7 @@ class SquadTask(Task):
     dataset = squad.feature_dataset(
         p.predict_feature_file, self.max_seq_length, is_training=False,
         batch_size=batch_size, drop_remainder=False, input_context=input_context,
-        **self._record_bounds())
+        bucket_boundaries=p.bucket_boundaries, **self._record_bounds())
     return dataset.map(lambda record: (record, {}))
 
   # ------------------------------------------------------------------ loss

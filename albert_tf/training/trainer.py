@@ -155,9 +155,12 @@ class Trainer:
     if self._built:
       return
     features_spec = element_spec[0]
+    # A length the dataset leaves open (bucketed batches) is built at the task's full length:
+    # heads such as SQuAD v2's top-k need more than one position.
+    full_length = getattr(self.task, "max_seq_length", None) or 1
 
     def zeros(spec):
-      shape = [1 if d is None else d for d in spec.shape.as_list()]
+      shape = [full_length if d is None else d for d in spec.shape.as_list()]
       if shape:
         shape[0] = 1
       return tf.zeros(shape, spec.dtype)
@@ -552,7 +555,8 @@ class Trainer:
               for n, v in sums.items()}
       count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
       return sums, count, outputs
-    return tf.function(eval_step, jit_compile=False)
+    # reduce_retracing: bucketed batches come in a few lengths; one generic trace serves them.
+    return tf.function(eval_step, jit_compile=False, reduce_retracing=True)
 
   def _run_evaluation(self, dataset, max_eval_steps):
     """Runs the eval step over `dataset`. Returns (sums, example count, the task's aggregated
@@ -582,7 +586,8 @@ class Trainer:
     model, strategy = self.model, self.strategy
     if self._predict_fn is None:
       self._predict_fn = tf.function(
-          lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)))
+          lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)),
+          reduce_retracing=True)
     with self._input_errors_explained("predict"):
       for element in dataset:
         features = element[0] if isinstance(element, (tuple, list)) else element

@@ -1,0 +1,175 @@
+"""Ours against what users pick instead, side by side in one run: ONNX Runtime and HF
+transformers (PyTorch) for CPU serving, HF PyTorch for the pretraining step, and the model
+garden for both. ALBERT-base shape, seq 128, two intra-op threads each, calls interleaved.
+
+  make bench-peers                         # its own venv: requirements.txt + bench/requirements.txt
+  .venv-bench/bin/python bench/peers/run.py [--quick]
+
+Serving (batch 1 and 32, 128 real tokens, random weights; every model the same weights: ours is
+written as an HF directory with our converter, which HF torch loads and ONNX is exported from):
+  ours fp32 / ours bf16      exported classifier SavedModel, `token_ids` signature
+  ours TFLite int8           --tflite_quantize=dynamic, ai-edge-litert interpreter
+  model garden fp32          its AlbertEncoder exported as a SavedModel (no classifier head)
+  HF torch fp32              AlbertForSequenceClassification, torch.inference_mode
+  ORT fp32                   the HF model exported to ONNX, ORT_ENABLE_ALL graph optimizations
+  ORT fp32 fused             + onnxruntime.transformers fusions (attention, LayerNorm, GELU)
+  ORT int8 (fused)           dynamic int8 quantization (weights QInt8) of each graph
+Training: one step of batch 8, seq 128, 20 masked positions, MLM + SOP, LAMB: ours (the
+Trainer's compiled loop), the model garden's BertPretrainerV2 + LAMB, HF AlbertForPreTraining
+with the MLM head on the gathered positions and a LAMB step written in torch.
+
+Writes bench/peers/results/latest.{md,json}.
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+from absl import app
+from absl import flags
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+for path in (REPO, HERE):
+  if path not in sys.path:
+    sys.path.insert(0, path)
+
+from bench import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+FLAGS = flags.FLAGS
+flags.DEFINE_bool("quick", False, "Fewer rounds (a smoke run: ratios are noisier).")
+flags.DEFINE_bool("train", True, "Also time the pretraining step.")
+flags.DEFINE_string("work_dir", None, "Where the exports go (default: a temp dir).")
+
+SEQ = 128
+GOALS = {  # serving: our time / the peer's; training: our step time / the peer's
+    ("batch 1", "ours fp32", "ORT best fp32"): 1.0,
+    ("batch 1", "ours bf16", "ORT best fp32"): 0.8,
+    ("batch 1", "ours TFLite int8", "ORT int8"): 1.0,
+    ("train", "ours", "HF torch"): 0.85,
+    ("train", "ours", "model garden"): 1 / 1.3,
+}
+
+
+def build_exports(work_dir):
+  """Our classifier exported (fp32, bf16, TFLite int8), as an HF directory, and the model
+  garden's encoder. Returns {name: path}."""
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.hf import save_hf_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  model = AlbertClassifier(AlbertConfig.from_dict(common.ALBERT_BASE), num_classes=2,
+                           dropout_rate=0.0)
+  paths = {}
+  for precision in ("fp32", "bf16"):
+    paths[f"ours {precision}"] = export_classifier(
+        model, os.path.join(work_dir, f"ours_{precision}"), ["0", "1"], SEQ, precision=precision)
+  paths["ours TFLite int8"] = write_tflite(model, os.path.join(work_dir, "ours_int8.tflite"),
+                                           SEQ, quantize="dynamic")
+  paths["hf"] = os.path.join(work_dir, "hf")
+  save_hf_checkpoint(model, paths["hf"], label_list=["0", "1"])
+  paths["model garden fp32"] = common.export_model_garden_encoder(work_dir)
+  return paths
+
+
+def serving_calls(paths, peers, batch):
+  """{name: call() -> probabilities or encoder outputs} on one all-real batch."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from ai_edge_litert.interpreter import Interpreter  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(batch)
+  ids = rng.integers(5, 30000, size=(batch, SEQ)).astype(np.int32)
+  mask = np.ones_like(ids)
+  segments = (np.arange(SEQ) >= SEQ // 2).astype(np.int32)[None].repeat(batch, 0)
+  t = {k: tf.constant(v) for k, v in (("input_ids", ids), ("input_mask", mask),
+                                      ("segment_ids", segments))}
+  calls = {}
+  for name in ("ours fp32", "ours bf16"):
+    signature = tf.saved_model.load(paths[name]).signatures["token_ids"]
+    calls[name] = lambda s=signature: s(**t)["probabilities"].numpy()
+  garden = tf.saved_model.load(paths["model garden fp32"]).signatures["serving_default"]
+  calls["model garden fp32"] = lambda: garden(input_word_ids=t["input_ids"],
+                                              input_mask=t["input_mask"],
+                                              input_type_ids=t["segment_ids"])
+  if batch == 1:  # (our TFLite files serve one example per call, as on a device)
+    interpreter = Interpreter(model_path=paths["ours TFLite int8"], num_threads=2)
+    runner = interpreter.get_signature_runner()
+    calls["ours TFLite int8"] = lambda: np.asarray(runner(
+        input_ids=ids, input_mask=mask, segment_ids=segments)["probabilities"])
+  calls["HF torch fp32"] = peers.hf_call(peers_model(paths, peers), ids, mask, segments)
+  for name, model_file in paths["onnx"].items():
+    calls[name] = peers.ort_call(model_file, ids, mask, segments)
+  return calls
+
+
+_HF = {}
+
+
+def peers_model(paths, peers):
+  if "model" not in _HF:
+    _HF["model"] = peers.load_hf_classifier(paths["hf"])
+  return _HF["model"]
+
+
+def agreement(calls):
+  """Max |probability difference| of each model to ours fp32 (int8: to its own fp32)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  out = {name: np.asarray(call()) for name, call in calls.items() if "garden" not in name}
+  reference = {"ours TFLite int8": "ours fp32", "ORT int8 fused": "ORT fp32 fused",
+               "ORT int8": "ORT fp32"}
+  return {name: float(np.abs(value - out[reference.get(name, "ours fp32")]).max())
+          for name, value in out.items()
+          if name != "ours fp32" and reference.get(name, "ours fp32") in out}
+
+
+def time_serving(paths, peers, rounds):
+  """[(batch label, {name: [ms]}, {name: max prob diff})] for batch 1 and 32."""
+  results = []
+  for batch, n in ((1, rounds), (32, max(3, rounds // 8))):
+    calls = serving_calls(paths, peers, batch)
+    diffs = agreement(calls)
+    results.append((f"batch {batch}", common.time_interleaved(calls, n, warmup=2), diffs))
+  return results
+
+
+def time_training(peers, rounds):
+  """{name: [ms per step]} of the three pretraining steps, interleaved."""
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  features, labels = common.synthetic_pretraining_batch(8, SEQ, 20, 30000)
+  config = AlbertConfig.from_dict(common.ALBERT_BASE)
+  ours, _ = common.build_our_pretraining_step(config, features, labels, 8, SEQ, 20)
+  garden_step, inputs, _ = common.build_model_garden_step(config, features, labels)
+  hf_step = peers.hf_pretraining_step(dict(common.ALBERT_BASE), features, labels)
+  calls = {"ours": lambda: ours(1), "model garden": lambda: garden_step(inputs, labels).numpy(),
+           "HF torch": hf_step}
+  return common.time_interleaved(calls, rounds, warmup=1)
+
+
+def main(_):
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import torch_peers as peers  # pylint: disable=g-import-not-at-top
+  import report  # pylint: disable=g-import-not-at-top
+  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_")
+  paths = build_exports(work_dir)
+  # Exported with eager attention: its graph is the one onnxruntime.transformers fuses.
+  onnx_path = peers.export_onnx(peers.load_hf_classifier(paths["hf"], attention="eager"),
+                                os.path.join(work_dir, "hf.onnx"), SEQ)
+  paths["onnx"], failures = peers.onnx_variants(onnx_path, 768, 12)
+  load_before = common.uptime()
+  rounds = 8 if FLAGS.quick else 24
+  serving = time_serving(paths, peers, rounds)
+  training = time_training(peers, 2 if FLAGS.quick else 4) if FLAGS.train else {}
+  result = report.build(serving, training, failures, peers.versions(), load_before,
+                        common.uptime(), GOALS)
+  print(report.markdown(result))
+  os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+  with open(os.path.join(HERE, "results", "latest.json"), "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=1, sort_keys=True)
+  with open(os.path.join(HERE, "results", "latest.md"), "w", encoding="utf-8") as f:
+    f.write(report.markdown(result))
+
+
+if __name__ == "__main__":
+  app.run(main)

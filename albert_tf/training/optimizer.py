@@ -8,11 +8,20 @@ The official TF1 `optimization.create_optimizer` does, per step:
      replicas and accumulation micro-batches, i.e. on the gradient of the global batch).
   3. LAMB or AdamW with beta_1 0.9, beta_2 0.999, epsilon 1e-6, weight decay 0.01 and
      ["LayerNorm", "layer_norm", "bias"] excluded from weight decay (and, for LAMB, from the
-     trust ratio). Neither optimizer uses Adam's bias correction:
+     trust ratio), searched in the TF1 variable names. Neither optimizer uses Adam's bias
+     correction:
         m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
         u = m / (sqrt(v) + eps) + wd * w        (wd term only if w is not excluded)
         r = ||w|| / ||u|| (1 if either is 0)   (LAMB only, 1 for excluded w)
         w = w - lr * r * u
+
+Exclusions are decided on each variable's *official* name (`bert/embeddings/LayerNorm/gamma`,
+`cls/predictions/output_bias`, ...), from the one name table in
+`albert_tf.checkpoints.official_names`, never on Keras names: Keras calls a LayerNorm's
+parameters plain `gamma:0` / `beta:0`, which no pattern matches, so matching Keras names would
+decay every LayerNorm. The optimizer therefore has to be told its model (`bind_model`, done by
+the trainer before the first step); a variable without an official name is an error then, and an
+optimizer that was never bound refuses to apply gradients.
 
 How this relates to `official.modeling.optimization` (model garden):
   * `lamb.LAMB` has the same exclusion-by-name rule (regex search on the variable name) and the
@@ -31,7 +40,9 @@ How this relates to `official.modeling.optimization` (model garden):
 import tensorflow as tf
 import tf_keras
 from official.modeling.optimization import lamb as mg_lamb
+from tf_keras.src.optimizers.legacy import optimizer_v2
 
+from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
 
 # The official exclusion patterns (regex-searched in variable names).
@@ -107,6 +118,44 @@ class AlbertLamb(mg_lamb.LAMB):
     # 1 - float32(0.999) is off by 1.3e-5 relative, visible in the second moment.
     self._one_minus_beta = (1.0 - float(beta_1), 1.0 - float(beta_2))
 
+    # {optimizer variable key: official TF1 name}, set by `bind_model` / `name_variables`.
+    self._official_names = None
+
+  def name_variables(self, named_variables):
+    """Tells the optimizer the official name of each variable it will update.
+
+    Args:
+      named_variables: iterable of (tf.Variable, official TF1 name). The key is the one the
+        optimizer's slots use, so the names hold for the distributed, per-replica and
+        mixed-precision (AutoCastVariable) views of the same variable.
+    """
+    self._official_names = {optimizer_v2._var_key(v): name  # pylint: disable=protected-access
+                            for v, name in named_variables}
+
+  def bind_model(self, model):
+    """Names every trainable variable of `model` by its official name (see the module doc).
+
+    Raises AlbertError naming the variables the official name table does not know."""
+    self.name_variables(official_variable_names(model))
+
+  def _official_name(self, var):
+    if self._official_names is None:
+      raise AlbertError(f"{type(self).__name__} decides weight decay on official variable "
+                        "names: call bind_model(model) before applying gradients")
+    name = self._official_names.get(optimizer_v2._var_key(var))  # pylint: disable=protected-access
+    if name is None:
+      raise AlbertError(f"{type(self).__name__}: variable {var.name} has no official name "
+                        "(it is not a variable of the bound model)")
+    return name
+
+  def uses_weight_decay(self, official_name):
+    """Whether the variable of this official name gets weight decay (official rule)."""
+    return self._do_use_weight_decay(official_name)
+
+  def uses_layer_adaptation(self, official_name):
+    """Whether the variable of this official name gets the LAMB trust ratio (official rule)."""
+    return self._do_layer_adaptation(official_name)
+
   def _do_layer_adaptation(self, param_name):
     return self.layer_adaptation and super()._do_layer_adaptation(param_name)
 
@@ -127,7 +176,7 @@ class AlbertLamb(mg_lamb.LAMB):
       v_t = v_t / (1.0 - coefficients["beta_2_power"])
     update = m_t / (tf.sqrt(v_t) + coefficients["epsilon"])
 
-    var_name = self._get_variable_name(var.name)
+    var_name = self._official_name(var)
     if self._do_use_weight_decay(var_name):
       update += coefficients["weight_decay_rate"] * var
     ratio = 1.0
@@ -164,6 +213,27 @@ class AlbertAdamW(AlbertLamb):
     super().__init__(learning_rate=learning_rate, name=name, **kwargs)
 
 
+def official_variable_names(model):
+  """[(variable, official TF1 name)] for every trainable variable of `model`.
+
+  Raises AlbertError when a trainable variable has no official name: its weight decay could
+  only be guessed.
+  """
+  named = {id(row.variable): row.name for row in official_names.official_variables(model)}
+  missing = [v.name for v in model.trainable_variables if id(v) not in named]
+  if missing:
+    raise AlbertError(f"{type(model).__name__}: no official name for trainable variable(s) "
+                      f"{', '.join(missing[:5])}; weight decay is decided on official names")
+  return [(v, named[id(v)]) for v in model.trainable_variables]
+
+
+def decay_rules(model, optimizer):
+  """{official name: (gets weight decay, gets the trust ratio)} for each trainable variable of
+  `model` under `optimizer` (an AlbertLamb / AlbertAdamW): what its updates will do."""
+  return {name: (optimizer.uses_weight_decay(name), optimizer.uses_layer_adaptation(name))
+          for _, name in official_variable_names(model)}
+
+
 def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps=0,
                      start_warmup_step=0, poly_power=1.0, weight_decay_rate=0.01,
                      beta_1=0.9, beta_2=0.999, epsilon=1e-6,
@@ -171,7 +241,8 @@ def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps=0,
   """The official `optimization.create_optimizer` as a Keras optimizer.
 
   Gradient clipping (global norm 1.0) is done by the trainer before `apply_gradients`, on the
-  gradients of the whole global batch; see `albert_tf.training.trainer`.
+  gradients of the whole global batch; see `albert_tf.training.trainer`. The trainer also binds
+  the optimizer to its model (`bind_model`), which names the variables for the exclusions.
 
   Args:
     name: "lamb" (pretraining) or "adamw" (fine-tuning), the official --optimizer values.

@@ -179,6 +179,9 @@ class Trainer:
         self._aux_keys = []
       if self.optimizer is not None:
         inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        if hasattr(inner, "bind_model"):
+          # Weight decay and the trust ratio are decided on official variable names.
+          inner.bind_model(self.model)
         inner._create_all_weights(self.model.trainable_variables)  # pylint: disable=protected-access
     self._built = True
 

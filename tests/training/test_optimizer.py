@@ -64,6 +64,7 @@ def test_two_updates_match_numpy_reference(name):
   init_lr, steps, warmup = 0.1, 10, 0
   optimizer = opt_lib.create_optimizer(name, init_lr, steps, warmup)
   tf_vars = {n: tf.Variable(p.astype(np.float32), name=n) for n, p in params.items()}
+  optimizer.name_variables((v, n) for n, v in tf_vars.items())
   m = {n: np.zeros_like(p) for n, p in params.items()}
   v = {n: np.zeros_like(p) for n, p in params.items()}
   for step in range(2):
@@ -85,6 +86,7 @@ def test_exclusions_and_trust_ratio_are_visible():
   w = tf.Variable([[3.0, 4.0]], name="dense/kernel")      # ||w|| = 5
   b = tf.Variable([3.0, 4.0], name="dense/bias")
   optimizer = opt_lib.AlbertLamb(learning_rate=0.5, weight_decay_rate=0.0)
+  optimizer.name_variables([(w, "dense/kernel"), (b, "dense/bias")])
   g = tf.constant([[1.0, 1.0]])
   optimizer.apply_gradients([(g, w), (g[0], b)])
   # First step without bias correction: m = 0.1 g, v = 0.001 g^2 -> update = 0.1/sqrt(.001) each.
@@ -105,6 +107,7 @@ def test_sparse_gradient_is_applied_densely():
   dense_g = tf.math.unsorted_segment_sum(g_vals, idx, 5)
   for var, grad in ((dense_var, dense_g), (sparse_var, tf.IndexedSlices(g_vals, idx, [5, 2]))):
     optimizer = opt_lib.AlbertLamb(learning_rate=0.1)
+    optimizer.name_variables([(var, "bert/embeddings/word_embeddings")])
     optimizer.apply_gradients([(grad, var)])
   np.testing.assert_allclose(sparse_var.numpy(), dense_var.numpy(), rtol=1e-6)
 
@@ -129,8 +132,31 @@ def test_bad_arguments_raise_one_line_errors():
 
 def test_weight_decay_rule_on_names():
   # The optimizer's own rule (the model garden's LAMB, with the official exclusions).
-  uses_weight_decay = opt_lib.create_optimizer("lamb", 0.1, 10)._do_use_weight_decay  # pylint: disable=protected-access
+  uses_weight_decay = opt_lib.create_optimizer("lamb", 0.1, 10).uses_weight_decay
   assert uses_weight_decay("encoder/transformer/dense/kernel:0")
   assert not uses_weight_decay("encoder/embeddings/layer_normalization/gamma:0")
   assert not uses_weight_decay("bert/encoder/LayerNorm/beta")
   assert not uses_weight_decay("cls/predictions/output_bias:0")
+
+
+def test_keras_layer_norm_names_do_not_decide_exclusion():
+  """Keras names a LayerNorm's parameters plain `gamma:0`; the official name decides."""
+  gamma = tf.Variable(np.full([3], 2.0, np.float32), name="gamma")
+  kernel = tf.Variable(np.full([3], 2.0, np.float32), name="gamma")  # same Keras name
+  optimizer = opt_lib.AlbertLamb(learning_rate=0.1, weight_decay_rate=0.5)
+  optimizer.name_variables([(gamma, "bert/embeddings/LayerNorm/gamma"),
+                            (kernel, "bert/pooler/dense/kernel")])
+  zero = tf.zeros([3])
+  optimizer.apply_gradients([(zero, gamma), (zero, kernel)])
+  np.testing.assert_allclose(gamma.numpy(), 2.0)  # no decay, zero gradient: unchanged
+  assert float(kernel.numpy()[0]) < 2.0            # decayed
+
+
+def test_unbound_optimizer_and_unknown_variable_are_errors():
+  var = tf.Variable([1.0, 2.0], name="bias")
+  with pytest.raises(AlbertError, match="bind_model"):
+    opt_lib.AlbertLamb(learning_rate=0.1).apply_gradients([(tf.ones([2]), var)])
+  optimizer = opt_lib.AlbertAdamW(learning_rate=0.1)
+  optimizer.name_variables([(tf.Variable([0.0]), "output_bias")])
+  with pytest.raises(AlbertError, match="no official name"):
+    optimizer.apply_gradients([(tf.ones([2]), var)])

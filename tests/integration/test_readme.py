@@ -1,0 +1,257 @@
+"""README.md as a test: every ```bash command and ```python snippet in it runs, as typed, on tiny
+stand-ins, so the README cannot say what the code does not do.
+
+The commands are read from README.md when the tests are collected (tests/helpers/readme.py), one
+test per command, named `<section>-<n>` (the n-th command or snippet under that heading). Each
+runs in a subprocess with cwd = one shared stand-in directory built once per session, relative
+paths as written, through `bash -c` (quotes, globs, `$GLUE_DIR`, `$PWD` as a shell reads them),
+with `python` the suite's interpreter; Python snippets run as a script file in that directory.
+Each must exit 0 and leave the files the README says it writes (RULES[...].produces).
+
+Every command must match exactly one rule of RULES (a regular expression on the command): a
+README command the harness cannot classify FAILS `test_readme_command`, so the README cannot
+outgrow the harness silently; a rule that matches nothing fails `test_every_rule_is_used`.
+A command that uses the output of another (the second `convert`, `from_pretrained` on the
+fine-tuned MNLI run, `query_savedmodel` on its export) names it in `after`: that one runs first,
+once per session, whatever tests are selected.
+
+Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2, vocab 1000):
+
+| README path or name | stand-in |
+|---|---|
+| `run_*.py`, `create_pretraining_data.py`, `albert_tf/` ... | symlinks to this checkout |
+| `albert_base/` (the unpacked `albert_base_v2.tar.gz`) | `albert_config.json` = configs/albert_tiny.json; `30k-clean.model` / `.vocab` = a tiny SentencePiece model of 1000 pieces (tests/helpers/text.py); `model.ckpt-best` = a randomly initialised tiny AlbertPretrainer written with albert_tf.save_tf1_checkpoint (official names, `global_step`) |
+| `configs/albert_base_v2.json` | the tiny config (the repo's real one is ALBERT-base) |
+| `30k-clean.model`, `30k-clean.vocab` (pretraining) | the same tiny SentencePiece model |
+| `corpus/*.txt` | `corpus/docs.txt`: the tiny corpus of tests/helpers/text.py (~24 KB) |
+| `$GLUE_DIR` | `glue_data/`: every GLUE task in the download's layout (tests/helpers/glue_fixtures.py) |
+| `RACE/` | the download's layout `RACE/<split>/<middle\\|high>/<n>.txt` + `all.txt` (glue_fixtures) |
+| `train-v2.0.json`, `dev-v2.0.json` | tests/fixtures/squad/tiny-v2.0.json (6 questions) |
+| `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
+| `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
+| `albert_base_hf`, `out/...`, `pretrain/`, `data/train.tfrecord`, `albert_base_tf1|2/` | written by the README's own commands |
+
+Sizes: TINY_FLAGS rewrites these flags, wherever they appear, so that each command runs in
+seconds (the values the README gives are for ALBERT-base on real data):
+  --max_seq_length=64       512 positions is 8x the work at every layer, and the tiny config has
+                            128 positions; one value for all, so the pretraining data and
+                            run_pretraining agree as in the README
+  --doc_stride=32, --max_query_length=16, --max_qa_length=16
+                            must fit in 64 (SQuAD: query + 3 < max_seq_length; RACE likewise)
+  --train_batch_size=4      4096/128/48/32 examples per step would be the whole tiny data many
+                            times over
+  --num_train_steps=2, --train_step=2
+                            125000/10000/12000/2000 steps; 2 train, checkpoint and evaluate
+  --num_warmup_steps=1, --warmup_step=1
+                            warmup must not exceed the steps
+  --save_checkpoints_steps=2
+                            one checkpoint at the end (each checkpoint is evaluated)
+  --dupe_factor=1           40 passes over the corpus
+  --num_workers=2           16 worker processes on the 2-core test machine
+PYTHON_REWRITES does the same for the snippets: the token id 1374 (of the 30k vocabulary) is out
+of the tiny vocabulary's range.
+
+Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (CI runs it after
+the tests), `make test` (this suite), TF Serving and curl (no `tensorflow_model_server` binary on
+a test machine; `query_savedmodel` in the same block queries the export instead), the two-machine
+TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags).
+The README's TPU flags are checked to fail with one line on a machine without a TPU.
+"""
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Optional, Sequence
+
+import pytest
+
+from tests.helpers import readme
+
+TINY_FLAGS = {
+    "max_seq_length": "64",
+    "doc_stride": "32",
+    "max_query_length": "16",
+    "max_qa_length": "16",
+    "train_batch_size": "4",
+    "num_train_steps": "2",
+    "train_step": "2",
+    "num_warmup_steps": "1",
+    "warmup_step": "1",
+    "save_checkpoints_steps": "2",
+    "dupe_factor": "1",
+    "num_workers": "2",
+}
+
+PYTHON_REWRITES = {"1374": "137"}
+
+ENV = {"GLUE_DIR": "glue_data"}  # the README's $GLUE_DIR, relative to the stand-in directory
+TIMEOUT = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  name: str
+  pattern: str  # searched in the command text (re.S)
+  produces: Sequence[str] = ()  # globs below the stand-in directory that must exist after it
+  after: Sequence[str] = ()  # rules whose commands must have run first (in README order)
+  marked: Optional[str] = None  # why it is not run on a test machine
+  stdout: Optional[str] = None  # a regular expression its stdout must contain
+
+
+EXPORT = ("{}/*/saved_model.pb", "{}/*/core_ops/saved_model.pb", "{}/albert_model.tflite")
+GLUE_RUN = ("{}/model.ckpt-best.index", "{}/eval_results.txt", "{}/best_trial.txt")
+
+RULES = [
+    Rule("make", r"^make (quickstart|test)\b",
+         marked="`make quickstart` runs in CI after the tests; `make test` is this suite"),
+    Rule("pretrainer_snippet", r'load_tf1_checkpoint\(model, "albert_base/model\.ckpt-best"\)',
+         produces=["out/model.ckpt.index"], stdout=r"loaded"),
+    Rule("from_pretrained_snippet", r'from_pretrained\("out/mnli/model\.ckpt-best"',
+         after=["glue_mnli"]),
+    Rule("convert_tf1_to_tf2", r"convert .*--input_checkpoint=albert_base/model\.ckpt-best "
+         r".*--output_checkpoint=albert_base_tf2/ckpt",
+         produces=["albert_base_tf2/checkpoint", "albert_base_tf2/ckpt*.index"]),
+    Rule("convert_tf2_to_tf1", r"convert .*--input_checkpoint=albert_base_tf2(\s|$)",
+         after=["convert_tf1_to_tf2"], produces=["albert_base_tf1/model.ckpt.index"]),
+    Rule("convert_tf1_to_hf", r"convert .*--output_checkpoint=albert_base_hf .*--output_format=hf",
+         produces=["albert_base_hf/config.json", "albert_base_hf/model.safetensors"]),
+    Rule("convert_hf_to_tf1", r"convert .*--input_checkpoint=albert_base_hf(\s|$)",
+         after=["convert_tf1_to_hf"],
+         produces=["albert_base_tf1/model.ckpt.index", "albert_base_tf1/albert_config.json"]),
+    Rule("create_pretraining_data", r"^python create_pretraining_data\.py ",
+         produces=["data/train.tfrecord"]),
+    Rule("run_pretraining", r"^python run_pretraining\.py .*--output_dir=pretrain(\s|$)",
+         after=["create_pretraining_data"],
+         produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index"]),
+    Rule("glue_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/mnli(\s|$)",
+         produces=[p.format("out/mnli") for p in GLUE_RUN + ("{}/MNLI-m.tsv",)] +
+         [p.format("out/mnli_export") for p in EXPORT]),
+    Rule("squad", r"^python run_squad\.py .*--output_dir=out/squad(\s|$)",
+         produces=[f"out/squad/{name}" for name in (
+             "train.tfrecord", "dev.tfrecord", "dev_left_file.json", "predictions.json",
+             "nbest_predictions.json", "null_odds.json", "model.ckpt-best.index")]),
+    Rule("race", r"^python run_race\.py .*--output_dir=out/race(\s|$)",
+         produces=["out/race/model.ckpt-best.index", "out/race/eval_results.txt"]),
+    Rule("custom", r"^python run_classifier\.py --task_name=custom .*--output_dir=out/mine(\s|$)",
+         produces=[p.format("out/mine") for p in GLUE_RUN + (
+             "{}/predictions.tsv", "{}/test_results.tsv", "{}/label_list.json")] +
+         [p.format("out/mine_export") for p in EXPORT]),
+    Rule("tf_config", r"^export TF_CONFIG=.*host0:",
+         marked="needs two machines, host0 and host1"),
+    Rule("multi_worker", r"^python run_pretraining\.py .*--output_dir=gs://",
+         marked="needs the two-machine cluster above and a gs:// bucket; `...` stands for the "
+         "other flags"),
+    Rule("tf_serving", r"^tensorflow_model_server ",
+         marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
+    Rule("curl", r"^curl .*localhost:8501",
+         marked="queries the tensorflow_model_server above"),
+    Rule("query_savedmodel", r"^python -m albert_tf\.tools\.query_savedmodel "
+         r".*--export_dir=out/mnli_export(\s|$)", after=["glue_mnli"],
+         stdout=r"(entailment|neutral|contradiction)"),
+    Rule("hf_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/hf_mnli(\s|$)",
+         produces=["out/hf_mnli/eval_results.txt"] +
+         [p.format("out/hf_mnli_export") for p in EXPORT]),
+]
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
+COMMANDS = readme.readme_commands()
+
+
+def classify(command):
+  """The one rule matching the command; raises AssertionError for none or several."""
+  matches = [rule for rule in RULES if re.search(rule.pattern, command.text, re.S)]
+  assert matches, (
+      f"README.md line {command.line} ({command.test_id}): a command the harness cannot "
+      f"classify; add a rule for it to RULES in {__file__}:\n{command.text}")
+  assert len(matches) == 1, (f"README.md line {command.line}: rules "
+                             f"{[r.name for r in matches]} all match:\n{command.text}")
+  return matches[0]
+
+
+def tiny(command):
+  """The command's text with TINY_FLAGS (shell) or PYTHON_REWRITES (Python) applied."""
+  text = command.text
+  if command.language == "python":
+    for old, new in PYTHON_REWRITES.items():
+      text = re.sub(rf"\b{old}\b", new, text)
+    return text
+  for flag, value in TINY_FLAGS.items():
+    text = re.sub(rf"(?<![\w-])--{flag}=(\"[^\"]*\"|'[^']*'|\S+)", f"--{flag}={value}", text)
+  return text
+
+
+def _env():
+  env = dict(os.environ, **ENV)
+  env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+  for name in ("TF_CONFIG", "PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL"):
+    env.pop(name, None)  # as a user's shell has them; the scripts quiet TensorFlow themselves
+  env["CUDA_VISIBLE_DEVICES"] = ""
+  return env
+
+
+class Runner:
+  """Runs README commands in the shared stand-in directory, each at most once per session."""
+
+  def __init__(self, root):
+    self.root = root
+    self.results = {}  # test_id -> (CompletedProcess, seconds)
+
+  def run(self, command):
+    if command.test_id in self.results:
+      return self.results[command.test_id]
+    rule = classify(command)
+    for name in rule.after:
+      for dep in [c for c in COMMANDS if classify(c).name == name]:
+        proc, _ = self.run(dep)
+        assert proc.returncode == 0, (f"{command.test_id} needs {dep.test_id} (README line "
+                                      f"{dep.line}), which failed: exit {proc.returncode}")
+    text = tiny(command)
+    if command.language == "python":
+      script = self.root / f"snippet_{command.test_id}.py"
+      script.write_text(text, encoding="utf-8")
+      argv = [sys.executable, script.name]
+    else:
+      argv = ["bash", "-c", text]
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=str(self.root), env=_env(), capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False)
+    self.results[command.test_id] = (proc, time.monotonic() - start)
+    return self.results[command.test_id]
+
+
+@pytest.fixture(scope="session")
+def readme_runner(tmp_path_factory):
+  root = tmp_path_factory.mktemp("readme")
+  readme.build_stand_ins(root)
+  return Runner(root)
+
+
+def _describe(command, text, proc):
+  return (f"README.md line {command.line} ({command.test_id}), run as:\n{text}\n"
+          f"exit {proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n"
+          f"{proc.stderr[-4000:]}")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.test_id for c in COMMANDS])
+def test_readme_command(command, readme_runner):
+  rule = classify(command)
+  if rule.marked:
+    pytest.skip(f"not run: {rule.marked}")
+  proc, seconds = readme_runner.run(command)
+  print(f"{command.test_id}: {seconds:.1f} s")
+  assert proc.returncode == 0, _describe(command, tiny(command), proc)
+  assert "Traceback" not in proc.stderr, _describe(command, tiny(command), proc)
+  root = readme_runner.root
+  missing = [pattern for pattern in rule.produces if not list(root.glob(pattern))]
+  assert not missing, f"{command.test_id}: did not write {missing}\n" + _describe(
+      command, tiny(command), proc)
+  if rule.stdout:
+    assert re.search(rule.stdout, proc.stdout), _describe(command, tiny(command), proc)
+
+
+def test_every_rule_is_used():
+  """A rule no README command matches is a stale entry of the table (or a command gone)."""
+  used = {classify(c).name for c in COMMANDS}
+  assert not [r.name for r in RULES if r.name not in used]

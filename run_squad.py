@@ -62,7 +62,8 @@ def main(_):
   from albert_tf.tasks.squad import SquadTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
   task = SquadTask(cli.squad_config())
-  run_config = cli.squad_run_config(task.has_gold_answers)
+  # --predict_file is read only when predicting (a --do_train or --export_dir run needs none).
+  run_config = cli.squad_run_config(FLAGS.do_predict and task.has_gold_answers)
   cli.print_results(runner.run(task, run_config, cli.runtime_config()))
 
 

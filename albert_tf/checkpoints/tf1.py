@@ -8,6 +8,7 @@ from typing import List
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import fileio
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
@@ -153,10 +154,27 @@ def load_tf1_head(model, path):
   return sorted(names)
 
 
-def write_checkpoint_state(prefix):
-  """Points the directory's `checkpoint` file at `prefix`, for tf.train.latest_checkpoint."""
-  directory = os.path.dirname(prefix) or "."
-  tf.compat.v1.train.update_checkpoint_state(directory, os.path.basename(prefix))
+def write_checkpoint_state(prefix, all_prefixes=None):
+  """Points the directory's `checkpoint` file at `prefix`, for tf.train.latest_checkpoint.
+
+  The state file names the checkpoints by their basenames, which readers join with the
+  directory: it stays right whatever the working directory and wherever the directory is moved.
+  (tf.compat.v1.train.update_checkpoint_state rewrites a relative name against a relative
+  directory: `out/ckpt` became `../ckpt`.)
+
+  Args:
+    prefix: the newest checkpoint, e.g. `out/model.ckpt`.
+    all_prefixes: every checkpoint kept in the same directory, oldest first (default: [prefix]).
+  """
+  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  directory = os.path.dirname(os.fspath(prefix)) or "."
+  names = [os.path.basename(os.fspath(p)) for p in (all_prefixes or [prefix])]
+  if names[-1] != os.path.basename(os.fspath(prefix)):
+    names.append(os.path.basename(os.fspath(prefix)))
+  state = checkpoint_state_pb2.CheckpointState(model_checkpoint_path=names[-1],
+                                               all_model_checkpoint_paths=names)
+  fileio.write_text(os.path.join(directory, "checkpoint"), text_format.MessageToString(state))
 
 
 def save_tf1_checkpoint(model, path, global_step=None, update_state=True):

@@ -46,8 +46,8 @@ def _set_aside(prefix, output_dir):
 def _rewrite_state(output_dir, intact):
   """Points the `checkpoint` state file at the intact checkpoints only (newest last)."""
   if intact:
-    tf.compat.v1.train.update_checkpoint_state(
-        output_dir, intact[-1], all_model_checkpoint_paths=intact)
+    from albert_tf.checkpoints.tf1 import write_checkpoint_state  # pylint: disable=g-import-not-at-top
+    write_checkpoint_state(intact[-1], intact)  # basenames: right from any working directory
 
 
 def resume_checkpoint(output_dir, repair=True):

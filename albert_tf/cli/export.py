@@ -1,4 +1,5 @@
-"""export_savedmodel.py's command line: a pretrained checkpoint -> TF-Hub style encoder SavedModel.
+"""export_savedmodel.py's command line: a pretrained checkpoint -> TF-Hub style encoder SavedModel
+(with --with_preprocessor: <export_path>/encoder and the text preprocessor <export_path>/preprocessor).
 
 Accepts the official export_to_tfhub.py flags (--albert_directory, --checkpoint_name,
 --do_lower_case, --use_einsum, --export_path) and explicit-path extras; the files default to
@@ -30,6 +31,12 @@ def define_flags():
   flags.DEFINE_string("spm_model_file", None, "Extra: SentencePiece model (default "
                       "<albert_directory>/30k-clean.model).")
   flags.DEFINE_string("export_dir", None, "Extra: alias of --export_path.")
+  flags.DEFINE_bool("with_preprocessor", False, "Extra: write the TF Hub pair "
+                    "<export_path>/encoder and <export_path>/preprocessor (the text "
+                    "preprocessor SavedModel, as albert_en_preprocess/3) instead of the encoder "
+                    "alone at <export_path>.")
+  flags.DEFINE_integer("preprocessor_seq_length", 128, "Extra: the preprocessor's default "
+                       "seq_length (with --with_preprocessor).")
 
 
 def main(argv):
@@ -54,8 +61,25 @@ def main(argv):
   from albert_tf.export import export_encoder  # pylint: disable=g-import-not-at-top
   pretrainer = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
   init_from_checkpoint(pretrainer, checkpoint)
-  path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case)
+  if not f.with_preprocessor:
+    path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case)
+    print(f"exported {checkpoint} to {path}")
+    return
+  if not spm_model_file:
+    raise AlbertError("--with_preprocessor needs a SentencePiece model (--spm_model_file or "
+                      f"<albert_directory>/{SPM_ASSET_NAME})")
+  from albert_tf.export.hub_preprocessor import export_preprocessor  # pylint: disable=g-import-not-at-top
+  seq_length = f.preprocessor_seq_length
+  if seq_length < 3 or seq_length > pretrainer.config.max_position_embeddings:
+    raise AlbertError(f"--preprocessor_seq_length={seq_length}: expected 3 to "
+                      f"{pretrainer.config.max_position_embeddings} (max_position_embeddings)")
+  path = export_encoder(pretrainer, os.path.join(export_dir, "encoder"), spm_model_file,
+                        do_lower_case=f.do_lower_case)
   print(f"exported {checkpoint} to {path}")
+  path = export_preprocessor(os.path.join(export_dir, "preprocessor"), spm_model_file,
+                             do_lower_case=f.do_lower_case, seq_length=seq_length,
+                             config=pretrainer.config)
+  print(f"exported the text preprocessor (seq_length {seq_length}) to {path}")
 
 
 def run():

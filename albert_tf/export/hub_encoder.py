@@ -13,6 +13,17 @@ most max_position_embeddings, mlm_positions [batch, num_positions] within [0, se
 else is an InvalidArgumentError naming the input.
 Assets: the SentencePiece model (30k-clean.model, + 30k-clean.vocab when present next to it)
 and albert_config.json. Only core TensorFlow ops: loads without tensorflow-text or albert_tf.
+
+It is also a Reusable SavedModel with TF Hub's "Transformer encoder" API (as
+tfhub.dev/tensorflow/albert_en_base/3), for `hub.KerasLayer(export, trainable=True)`:
+  obj(dict(input_word_ids, input_mask, input_type_ids), training=False)   int32 [batch, seq_len]
+      -> pooled_output [batch, H], sequence_output [batch, seq_len, H],
+         encoder_outputs (L * K tensors [batch, seq_len, H]), default (= pooled_output)
+  obj.mlm(dict(..., masked_lm_positions int32 [batch, P]), training=False)
+      -> the same + mlm_logits [batch, P, vocab]
+  obj.variables, obj.trainable_variables (the encoder's, pooler included),
+  obj.regularization_losses (empty); obj.mlm has its own (the encoder's + the MLM head's).
+Dropout follows `training`; the same input checks run as for the signatures. Outputs float32.
 """
 
 import os
@@ -28,18 +39,84 @@ from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASS
 _IDS = tf.TensorSpec([None, None], tf.int32)
 
 
-class HubEncoderModule(tf.Module):
-  """Wraps an AlbertPretrainer; exposes the official TF-Hub module's signatures."""
+_HUB_INPUTS = {"input_word_ids": _IDS, "input_mask": _IDS, "input_type_ids": _IDS}
+_HUB_MLM_INPUTS = dict(_HUB_INPUTS, masked_lm_positions=_IDS)
+# TF Hub's input names -> ours.
+_HUB_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask",
+              "input_type_ids": "segment_ids", "masked_lm_positions": "masked_lm_positions"}
+
+# AutoTrackable, not tf.Module: the Reusable SavedModel API wants plain `variables` and
+# `trainable_variables` attributes, which tf.Module reserves for computed properties.
+_Trackable = tf.__internal__.tracking.AutoTrackable
+
+
+def _hub_outputs(outputs):
+  """Our model's outputs -> the TF Hub encoder's output dict (float32)."""
+  pooled = tf.cast(outputs["pooled_output"], tf.float32)
+  return {"pooled_output": pooled, "default": pooled,
+          "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+          "encoder_outputs": [tf.cast(t, tf.float32) for t in outputs["encoder_outputs"]]}
+
+
+def _checked_inputs(inputs, config):
+  """TF Hub named inputs -> our names, gated on the serving input checks."""
+  ours = {_HUB_NAMES[k]: v for k, v in inputs.items()}
+  checks = input_checks.token_input_checks(
+      {k: ours[k] for k in input_checks.TOKEN_INPUTS}, config)
+  if "masked_lm_positions" in ours:
+    checks += input_checks.position_checks("masked_lm_positions", ours["masked_lm_positions"],
+                                           ours["input_ids"])
+  return input_checks.after_checks(ours, checks)
+
+
+class _HubCallable(_Trackable):
+  """A Reusable SavedModel object: `__call__(inputs, training)`, `variables`,
+  `trainable_variables`, `regularization_losses`."""
+
+  def __init__(self, model, config, input_specs, with_mlm):
+    super().__init__()
+    self.variables = list(model.variables)
+    self.trainable_variables = list(model.trainable_variables)
+    self.regularization_losses = []
+    # The Keras model is reached through a closure, not tracked (see HubEncoderModule).
+    self._run = lambda inputs, training: model(inputs, training=training)
+    self._config = config
+    self._with_mlm = with_mlm
+
+    @tf.function(autograph=False)
+    def call(inputs, training=False):
+      outputs = self._run(_checked_inputs(inputs, self._config), training)
+      result = _hub_outputs(outputs)
+      if self._with_mlm:
+        result["mlm_logits"] = tf.cast(outputs["mlm_logits"], tf.float32)
+      return result
+
+    self.__call__ = call
+    for training in (False, True):  # both traces are saved; the caller's `training` picks one
+      call.get_concrete_function(input_specs, training=training)
+
+
+class HubEncoderModule(_Trackable):
+  """Wraps an AlbertPretrainer; exposes the official TF-Hub module's signatures and TF Hub's
+  Reusable SavedModel encoder API (`__call__`, `mlm`)."""
 
   def __init__(self, pretrainer, spm_asset, do_lower_case):
     super().__init__()
     # Weights tracked directly (not the Keras model, whose layer functions would all be traced
-    # into the SavedModel); the model is called through a closure.
+    # into the SavedModel); the model is called through a closure. Assigned first, so that the
+    # checkpoint keys stay `model_variables/<i>` (what --albert_hub_module_handle reads).
     self.model_variables = list(pretrainer.variables)
     self._run_model = lambda inputs: pretrainer(inputs, training=False)
     self._config = pretrainer.config
     self.vocab_file = spm_asset
     self.do_lower_case = tf.constant(bool(do_lower_case))
+    encoder = _HubCallable(pretrainer.encoder, pretrainer.config, _HUB_INPUTS, with_mlm=False)
+    self.variables = encoder.variables
+    self.trainable_variables = encoder.trainable_variables
+    self.regularization_losses = encoder.regularization_losses
+    self.__call__ = encoder.__call__
+    self.mlm = _HubCallable(_MlmModel(pretrainer), pretrainer.config, _HUB_MLM_INPUTS,
+                            with_mlm=True)
 
   def _encode(self, input_ids, input_mask, segment_ids, positions=None):
     inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
@@ -62,7 +139,8 @@ class HubEncoderModule(tf.Module):
     return result
 
   @tf.function(input_signature=[_IDS, _IDS, _IDS, _IDS])
-  def mlm(self, input_ids, input_mask, segment_ids, mlm_positions):
+  def mlm_signature(self, input_ids, input_mask, segment_ids, mlm_positions):
+    """The official `mlm` signature (the `mlm` attribute is TF Hub's MLM sub-object)."""
     outputs, result = self._encode(input_ids, input_mask, segment_ids, mlm_positions)
     result["mlm_logits"] = tf.cast(outputs["mlm_logits"], tf.float32)
     return result
@@ -72,6 +150,28 @@ class HubEncoderModule(tf.Module):
     return {"vocab_file": self.vocab_file.asset_path
                           if self.vocab_file is not None else tf.constant(""),
             "do_lower_case": self.do_lower_case}
+
+
+class _MlmModel:
+  """The pretrainer without its sentence-order head: what TF Hub's `mlm` sub-object runs.
+
+  variables: the encoder's and the MLM head's (the decoder is the tied word embeddings).
+  """
+
+  def __init__(self, pretrainer):
+    self._pretrainer = pretrainer
+    head = pretrainer.masked_lm_head
+    self.variables = list(pretrainer.encoder.variables) + list(head.variables)
+    self.trainable_variables = (list(pretrainer.encoder.trainable_variables)
+                                + list(head.trainable_variables))
+
+  def __call__(self, inputs, training):
+    p = self._pretrainer
+    outputs = dict(p.encoder(inputs, training=training))
+    outputs["mlm_logits"] = p.masked_lm_head(outputs["sequence_output"],
+                                             p.encoder.embeddings.word_embeddings,
+                                             positions=inputs["masked_lm_positions"])
+    return outputs
 
 
 def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=True):
@@ -103,7 +203,7 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
       module.assets = assets
       tf.saved_model.save(module, tmp_dir, signatures={
           "serving_default": module.tokens, "tokens": module.tokens, "sop": module.sop,
-          "mlm": module.mlm, "tokenization_info": module.tokenization_info})
+          "mlm": module.mlm_signature, "tokenization_info": module.tokenization_info})
     finally:
       shutil.rmtree(staging, ignore_errors=True)
   return write_atomically(export_dir, identity, write)

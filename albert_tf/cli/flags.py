@@ -216,6 +216,10 @@ def define_runtime_flags():
           "Extra: seed of weight initialisation, dropout and input shuffling (default: random, "
           "or 0 with --deterministic); recorded in <output_dir>/run_seed.json and reused on "
           "resume.")
+  _define(flags.DEFINE_bool, "shuffle_train_input", True,
+          "Extra: shuffle the training input (as the official scripts do). "
+          "--shuffle_train_input=false reads the training records in file order (files in the "
+          "order given, then again from the first), to reproduce a run step for step.")
 
 
 # ---------------------------------------------------------------- flags -> configs: shared
@@ -280,7 +284,8 @@ def sentence_task_values(source, f=FLAGS):
               max_seq_length=f.max_seq_length, cached_dir=f.cached_dir or f.output_dir,
               spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
-              dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f))
+              dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f),
+              shuffle_train_input=f.shuffle_train_input)
 
 
 def bucket_boundaries(f=FLAGS):
@@ -313,7 +318,7 @@ def pretraining_configs(f=FLAGS):
       input_file=f.input_file, max_seq_length=f.max_seq_length,
       max_predictions_per_seq=f.max_predictions_per_seq, init_checkpoint=f.init_checkpoint,
       init_from_group0=f.init_from_group0, shuffle_seed=f.shuffle_seed,
-      masked_lm_budget=f.masked_lm_budget)
+      shuffle_train_input=f.shuffle_train_input, masked_lm_budget=f.masked_lm_budget)
   return task_config, run_config
 
 
@@ -397,6 +402,7 @@ def squad_config(f=FLAGS):
       max_answer_length=f.max_answer_length, start_n_top=f.start_n_top,
       end_n_top=f.end_n_top, dropout_rate=f.dropout_prob,
       null_score_diff_threshold=f.null_score_diff_threshold, shuffle_seed=f.seed,
+      shuffle_train_input=f.shuffle_train_input,
       bucket_boundaries=bucket_boundaries(f))
 
 

@@ -247,10 +247,11 @@ def check_record_length(path, seq_length, num_choices=None):
 
 def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regression=False,
                  input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
-                 type_vocab_size=None, num_labels=None, bucket_boundaries=None):
+                 type_vocab_size=None, num_labels=None, bucket_boundaries=None, shuffle=True):
   """tf.data pipeline over a features TFRecord, following the Task conventions.
 
-  mode "train": repeated, shuffled (buffer 100 as the official), full batches only.
+  mode "train": repeated, shuffled (buffer 100 as the official; shuffle=False: in file order),
+  full batches only.
   mode "eval"/"predict": one pass, in order, final partial batch kept.
   Every record is checked against `feature_rules(...)` (vocab_size, type_vocab_size and
   num_labels bound the ids and labels); a bad one fails iteration with an InvalidArgumentError
@@ -269,7 +270,9 @@ def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regres
   if input_context and input_context.num_input_pipelines > 1 and mode == "train":
     dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
   if mode == "train":
-    dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
+    dataset = dataset.repeat()
+    if shuffle:
+      dataset = dataset.shuffle(shuffle_buffer, seed=seed)
   sort_for_eval = bool(bucket_boundaries) and mode != "train"
 
   def parse(batch):
@@ -286,9 +289,9 @@ def make_dataset(path, seq_length, mode, batch_size, num_choices=None, is_regres
     dataset = dataset.batch(batch_size, drop_remainder=(mode == "train"))
   dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   if bucket_boundaries:
-    if mode == "train":
-      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
-    else:
+    if mode != "train":
       dataset = bucketing.sort_windows_by_length(dataset, batch_size)
+    elif shuffle:  # (in file order, each batch is only cut to its bucket)
+      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
     dataset = dataset.map(lambda *element: bucketing.trim_element(element, bucket_boundaries))
   return dataset.prefetch(tf.data.AUTOTUNE)

@@ -464,10 +464,11 @@ def check_feature_file(path, seq_length, is_training, flag):
 
 def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_remainder,
                     input_context=None, shuffle_buffer=100, seed=None, vocab_size=None,
-                    type_vocab_size=None, bucket_boundaries=None):
+                    type_vocab_size=None, bucket_boundaries=None, shuffle=True):
   """tf.data.Dataset of official SQuAD features (int32) from TFRecord file(s).
 
-  Training repeats and shuffles (buffer 100, as the official); prediction reads once in order.
+  Training repeats and shuffles (buffer 100, as the official; shuffle=False: in file order);
+  prediction reads once in order.
   Yields dicts with every feature in `feature_spec`. Every record is checked against
   `feature_rules` (vocab_size / type_vocab_size: the model's); a bad one fails iteration with an
   InvalidArgumentError that `record_checks.explain_input_error` turns into one line.
@@ -487,7 +488,9 @@ def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_rema
   if pipelines > 1 and len(files) < pipelines:  # one file (the usual case): shard its records
     dataset = dataset.shard(pipelines, input_context.input_pipeline_id)
   if is_training:
-    dataset = dataset.repeat().shuffle(shuffle_buffer, seed=seed)
+    dataset = dataset.repeat()
+    if shuffle:
+      dataset = dataset.shuffle(shuffle_buffer, seed=seed)
   rules = feature_rules(seq_length, is_training, vocab_size, type_vocab_size)
 
   def decode(batch):
@@ -500,10 +503,10 @@ def feature_dataset(file_pattern, seq_length, is_training, batch_size, drop_rema
                           drop_remainder=drop_remainder and not sort_for_eval)
   dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   if bucket_boundaries:
-    if is_training:
-      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
-    else:
+    if not is_training:
       dataset = bucketing.sort_windows_by_length(dataset, batch_size)
+    elif shuffle:  # (in file order, each batch is only cut to its bucket)
+      dataset = bucketing.group_by_length(dataset, batch_size, seed=seed)
     dataset = dataset.map(lambda features: bucketing.trim_batch_to_bucket(features,
                                                                            bucket_boundaries))
   return dataset.prefetch(tf.data.AUTOTUNE)

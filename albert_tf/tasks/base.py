@@ -91,6 +91,19 @@ class Task(abc.ABC):
     """Returns (loss, aux): loss a float32 scalar averaged over the global batch; aux a dict of
     float32 scalars worth logging (e.g. {"mlm_loss": ..., "sop_loss": ...})."""
 
+  def replica_batch_labels(self, labels):
+    """Labels every accumulation micro-batch's loss takes from its whole replica batch.
+
+    Args:
+      labels: the replica's labels for one step, [K, b, ...] (K accumulation micro-batches).
+    Returns:
+      A dict of tensors added to each micro-batch's labels, so that K micro-batches give
+      exactly the loss (and gradient) of one K-times batch; {} when a sum of per-example
+      losses over the global batch already does (the default).
+    """
+    del labels
+    return {}
+
   def build_metrics(self, training=True):
     """Returns a list of streaming tf_keras.metrics.Metric objects (created in strategy scope)."""
     return []

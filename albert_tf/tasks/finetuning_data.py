@@ -36,6 +36,8 @@ class SentenceTaskConfig:
   dropout_rate: float = 0.1
   # Lengths each batch is padded to (`albert_tf.data.bucketing`); None: --max_seq_length.
   bucket_boundaries: Optional[Tuple[int, ...]] = None
+  # False: training features in file order (--shuffle_train_input=false), to reproduce a run.
+  shuffle_train_input: bool = True
 
   def __post_init__(self):
     if isinstance(self.albert_config, str):

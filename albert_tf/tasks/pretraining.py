@@ -15,6 +15,9 @@ FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 # The keys of the official eval_results.txt.
 OFFICIAL_EVAL_KEYS = ("global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                       "sentence_order_accuracy", "sentence_order_loss")
+# Labels the trainer adds to each accumulation micro-batch (`replica_batch_labels`).
+REPLICA_WEIGHT_SUM = "replica_masked_lm_weight_sum"
+REPLICA_EXAMPLES = "replica_examples"
 
 
 @dataclasses.dataclass
@@ -28,6 +31,8 @@ class PretrainingConfig:
   init_checkpoint: Optional[str] = None
   init_from_group0: bool = False
   shuffle_seed: Optional[int] = None
+  # False: training records in file order (--shuffle_train_input=false), to reproduce a run.
+  shuffle_train_input: bool = True
   # The official --masked_lm_budget: > 0 re-masks every read instance online (see
   # albert_tf/data/pretraining/online_masking.py); 0 uses the records' own (offline) masks.
   masked_lm_budget: float = 0.0
@@ -72,9 +77,11 @@ class PretrainingTask(Task):
   """ALBERT pretraining on official TFRecords.
 
   Loss normalisation follows the official TPU run: the masked-LM loss
-  sum(w * CE) / (sum(w) + 1e-5) is computed per replica micro-batch (the official computes it
-  per TPU core) and averaged over replicas and micro-batches; the SOP loss is the batch mean.
-  A single replica without accumulation is exactly the official single-device loss.
+  sum(w * CE) / (sum(w) + 1e-5) is computed per replica batch (the official computes it per
+  TPU core) and averaged over replicas; the SOP loss is the batch mean. Gradient accumulation
+  does not change it: each micro-batch divides by the sum(w) of its whole replica batch
+  (`replica_batch_labels`). A single replica is exactly the official single-device loss, with
+  or without accumulation.
   """
 
   name = "pretraining"
@@ -108,7 +115,7 @@ class PretrainingTask(Task):
         self._input_patterns(mode), self.params.max_seq_length,
         self.params.max_predictions_per_seq, batch_size, is_training=is_training,
         input_context=input_context, seed=self.params.shuffle_seed,
-        vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
+        shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
     if self.params.masked_lm_budget > 0:
       from albert_tf.data.pretraining import online_masking  # pylint: disable=g-import-not-at-top
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
@@ -118,13 +125,23 @@ class PretrainingTask(Task):
           seed=self.params.shuffle_seed if is_training else 0)
     return ds.map(features_and_labels)
 
+  def replica_batch_labels(self, labels):
+    # The masked-LM normaliser sum(w) of the whole replica batch: a micro-batch divides by it
+    # (not by its own sum), so K micro-batches add up to the loss of one K-times batch.
+    weights = labels["masked_lm_weights"]  # [K, b, max_predictions]
+    return {REPLICA_WEIGHT_SUM: tf.reduce_sum(weights),
+            REPLICA_EXAMPLES: tf.cast(tf.shape(weights)[0] * tf.shape(weights)[1], tf.float32)}
+
   def build_losses(self, labels, outputs, global_batch_size):
     weights = labels["masked_lm_weights"]
     per_prediction = masked_lm_example_loss(outputs["mlm_logits"], labels["masked_lm_ids"])
-    local_batch = tf.cast(tf.shape(weights)[0], tf.float32)
-    share = local_batch / tf.cast(global_batch_size, tf.float32)
-    mlm_loss = (tf.reduce_sum(weights * per_prediction) / (tf.reduce_sum(weights) + 1e-5)
-                * share)
+    if REPLICA_WEIGHT_SUM in labels:  # one micro-batch of a replica batch
+      weight_sum, examples = labels[REPLICA_WEIGHT_SUM], labels[REPLICA_EXAMPLES]
+    else:
+      weight_sum = tf.reduce_sum(weights)
+      examples = tf.cast(tf.shape(weights)[0], tf.float32)
+    share = examples / tf.cast(global_batch_size, tf.float32)
+    mlm_loss = tf.reduce_sum(weights * per_prediction) / (weight_sum + 1e-5) * share
     per_example = sentence_order_example_loss(outputs["sop_logits"],
                                               labels["next_sentence_labels"])
     sop_loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)

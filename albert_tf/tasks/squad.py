@@ -65,6 +65,8 @@ class SquadConfig:
   dropout_rate: float = 0.1
   null_score_diff_threshold: Optional[float] = None
   shuffle_seed: Optional[int] = None
+  # False: training features in file order (--shuffle_train_input=false), to reproduce a run.
+  shuffle_train_input: bool = True
   # Lengths each batch is padded to (`albert_tf.data.bucketing`); None: max_seq_length.
   bucket_boundaries: Optional[Tuple[int, ...]] = None
 
@@ -256,7 +258,8 @@ class SquadTask(Task):
       dataset = squad.feature_dataset(
           p.train_feature_file, self.max_seq_length, is_training=True,
           batch_size=batch_size, drop_remainder=True, input_context=input_context,
-          seed=p.shuffle_seed, bucket_boundaries=p.bucket_boundaries,
+          seed=p.shuffle_seed, shuffle=p.shuffle_train_input,
+          bucket_boundaries=p.bucket_boundaries,
           **self._record_bounds())
       v2 = self.version_2_with_negative
 

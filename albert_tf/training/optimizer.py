@@ -216,10 +216,16 @@ class AlbertAdamW(AlbertLamb):
 def official_variable_names(model):
   """[(variable, official TF1 name)] for every trainable variable of `model`.
 
-  Raises AlbertError when a trainable variable has no official name: its weight decay could
-  only be guessed.
+  The names come from the one table in `albert_tf.checkpoints.official_names`; a model outside
+  it (no ALBERT encoder) names its own variables with a method `official_variable_names()`
+  returning [(variable, name)]. Raises AlbertError when a trainable variable has no official
+  name: its weight decay could only be guessed.
   """
-  named = {id(row.variable): row.name for row in official_names.official_variables(model)}
+  own_names = getattr(model, "official_variable_names", None)
+  if own_names is not None:
+    named = {id(v): name for v, name in own_names()}
+  else:
+    named = {id(row.variable): row.name for row in official_names.official_variables(model)}
   missing = [v.name for v in model.trainable_variables if id(v) not in named]
   if missing:
     raise AlbertError(f"{type(model).__name__}: no official name for trainable variable(s) "

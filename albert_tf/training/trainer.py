@@ -241,10 +241,15 @@ class Trainer:
 
     def forward_backward(features, labels):
       variables = model.trainable_variables
+      # What each micro-batch's loss needs from the whole replica batch (pretraining: the
+      # masked-LM normaliser), so K micro-batches give the step of one K-times batch.
+      replica_labels = task.replica_batch_labels(labels)
 
       def one(i):
         f = tf.nest.map_structure(lambda t: t[i], features)
         l = tf.nest.map_structure(lambda t: t[i], labels)
+        if replica_labels:
+          l = dict(l, **replica_labels)
         with tf.GradientTape() as tape:
           outputs = model(f, training=True)
           loss, aux = task.build_losses(l, outputs, global_batch_size)

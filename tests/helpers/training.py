@@ -161,6 +161,12 @@ def make_toy_task(num_classes=3, vocab_size=50, seq_len=8, num_examples=64, seed
       pooled = tf.reduce_mean(self.encoder(inputs["input_ids"]), axis=1)
       return {"logits": tf.cast(self.classifier(pooled), tf.float32)}
 
+    def official_variable_names(self):
+      # Outside the ALBERT name table: the optimizer's exclusions need names of the TF1 kind.
+      return [(self.encoder.embeddings, "toy/embeddings"),
+              (self.classifier.kernel, "toy/classifier/kernel"),
+              (self.classifier.bias, "toy/classifier/bias")]
+
   class ToyTask(Task):
     name = "toy"
     scale = 1.0  # tests set inf to force a non-finite loss

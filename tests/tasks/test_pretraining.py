@@ -105,3 +105,33 @@ def test_seq_length_beyond_max_positions_is_rejected():
   with pytest.raises(AlbertError, match="--max_seq_length=32 exceeds max_position_embeddings=16"):
     pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
         config, max_seq_length=32, max_predictions_per_seq=4))
+
+
+def test_accumulated_micro_batches_sum_to_the_whole_batch_loss():
+  """Micro-batches with different numbers of real predictions: each divides by the sum(w) of
+  the whole replica batch (`replica_batch_labels`), so their losses add up to the K-times
+  batch's official loss; dividing by their own sum(w) would not."""
+  rng = np.random.default_rng(1)
+  k, b, preds, vocab = 2, 2, 4, 7
+  mlm_logits = rng.normal(size=(k, b, preds, vocab)).astype(np.float32)
+  sop_logits = rng.normal(size=(k, b, 2)).astype(np.float32)
+  labels = {"masked_lm_ids": rng.integers(0, vocab, size=(k, b, preds)).astype(np.int32),
+            "masked_lm_weights": np.array([[[1, 1, 1, 1], [1, 1, 1, 0]],
+                                           [[1, 0, 0, 0], [0, 0, 0, 0]]], np.float32),
+            "next_sentence_labels": np.array([[0, 1], [1, 0]], np.int32)}
+  task = pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
+      AlbertConfig(vocab_size=vocab, hidden_size=8, num_attention_heads=2, intermediate_size=8,
+                   num_hidden_layers=1, max_position_embeddings=16),
+      max_seq_length=16, max_predictions_per_seq=preds))
+  whole = {n: v.reshape((k * b,) + v.shape[2:]) for n, v in labels.items()}
+  expected, _ = task.build_losses(whole, {"mlm_logits": mlm_logits.reshape(k * b, preds, vocab),
+                                          "sop_logits": sop_logits.reshape(k * b, 2)}, k * b)
+  shared = task.replica_batch_labels({n: tf.constant(v) for n, v in labels.items()})
+  summed = sum(float(task.build_losses(
+      dict({n: v[i] for n, v in labels.items()}, **shared),
+      {"mlm_logits": mlm_logits[i], "sop_logits": sop_logits[i]}, k * b)[0]) for i in range(k))
+  np.testing.assert_allclose(summed, float(expected), rtol=1e-6)
+  alone = sum(float(task.build_losses({n: v[i] for n, v in labels.items()},
+                                      {"mlm_logits": mlm_logits[i], "sop_logits": sop_logits[i]},
+                                      k * b)[0]) for i in range(k))
+  assert abs(alone - float(expected)) > 1e-2  # the micro-batches' own normalisers differ

@@ -85,7 +85,7 @@ def _to_int32(parsed):
 def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, input_context=None, num_cpu_threads=4, seed=None,
                         check_format=True, vocab_size=None, type_vocab_size=None,
-                        check_records=True):
+                        check_records=True, shuffle=True):
   """Batches of parsed pretraining records.
 
   Args:
@@ -102,6 +102,8 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
     vocab_size, type_vocab_size: the model's; ids at or above them are errors (None: unchecked).
     check_records: check every record of every batch (lengths and id ranges) as it is read;
       False reads them unchecked (for measuring what the checks cost).
+    shuffle: with is_training, shuffle files and records (official); False reads the records
+      in file order, files in the order given, repeating (to reproduce a run step for step).
   Returns:
     tf.data.Dataset of dicts: input_ids, input_mask, segment_ids, token_boundary int32
     [batch, max_seq_length]; masked_lm_positions, masked_lm_ids int32 and masked_lm_weights
@@ -131,7 +133,11 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
     decode = lambda batch: _to_int32(tf.io.parse_example(batch, spec))
 
   ds = tf.data.Dataset.from_tensor_slices(files)
-  if is_training:
+  if is_training and not shuffle:
+    ds = ds.repeat().flat_map(read_file)
+    if shard_records:
+      ds = ds.shard(num_pipelines, pipeline_id)
+  elif is_training:
     ds = ds.repeat().shuffle(len(files), seed=seed)
     cycle_length = min(num_cpu_threads, len(files))
     ds = ds.interleave(read_file, cycle_length=cycle_length, num_parallel_calls=cycle_length,

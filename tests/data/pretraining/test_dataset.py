@@ -62,3 +62,29 @@ def test_reader_casts_to_int32_and_shards_per_worker(tmp_path):
   assert batches[0]["input_ids"].dtype == tf.int32
   assert batches[0]["masked_lm_weights"].dtype == tf.float32
   assert batches[0]["next_sentence_labels"].shape == (1, 1)
+
+
+def test_training_input_in_file_order_when_not_shuffled(tmp_path):
+  """--shuffle_train_input=false: files in the order given, records in file order, repeated;
+  the default shuffles."""
+  paths = []
+  for f in range(2):
+    with tf.io.TFRecordWriter(str(tmp_path / f"part-{f}.tfrecord")) as w:
+      for i in range(5):
+        feats = _good_features()
+        feats["input_ids"] = ("int", [10 * f + i] * 8)
+        w.write(tf.train.Example(features=tf.train.Features(feature={
+            n: (tf.train.Feature(int64_list=tf.train.Int64List(value=v)) if kind == "int"
+                else tf.train.Feature(float_list=tf.train.FloatList(value=v)))
+            for n, (kind, v) in feats.items()})).SerializeToString())
+    paths.append(str(tmp_path / f"part-{f}.tfrecord"))
+
+  def first_ids(shuffle, files):
+    ds = pretraining_dataset.pretraining_dataset(files, 8, 2, 4, is_training=True,
+                                                 shuffle=shuffle, seed=1)
+    return [int(i) for b in ds.take(5) for i in b["input_ids"][:, 0]]
+
+  in_order = [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]
+  assert first_ids(False, paths) == in_order * 2
+  assert first_ids(False, paths[::-1]) == (in_order[5:] + in_order[:5]) * 2
+  assert first_ids(True, paths)[:10] != in_order  # (seeded: the same order every run)

@@ -13,4 +13,8 @@ console.quiet_startup()
 from albert_tf.cli import export  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 if __name__ == "__main__":
-  export.run()
+  from albert_tf.training.preemption import StopSignals  # pylint: disable=g-import-not-at-top
+  # SIGTERM/SIGINT: one line and exit 42, as the trainers (the export is written to a temporary
+  # folder and renamed into place, so nothing partial appears at --export_path).
+  with StopSignals():
+    export.run()

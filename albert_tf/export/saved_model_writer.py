@@ -13,6 +13,7 @@ SavedModel written in place (`write_atomically`).
 
 import json
 import os
+import re
 import time
 
 from absl import logging
@@ -68,28 +69,94 @@ def check_export_dir(export_dir, identity):
                       f"or delete it")
 
 
+def _pid_running(pid):
+  """True unless no process `pid` exists (a pid of another user's process counts as running)."""
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except (PermissionError, OSError):
+    return True
+  return True
+
+
+_LEFTOVER = re.compile(r"^(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>[0-9]+)$")
+
+
+def remove_stale_leftovers(parent, restore_to=None):
+  """Removes the `<name>.tmp-<pid>` (and `<name>.old-<pid>`) folders in `parent` that exports of
+  processes no longer running left (killed half-way, e.g. by SIGKILL).
+
+  restore_to: the export path `write_atomically` replaces: a dead process's `<it>.old-<pid>` (the
+    previous export, moved aside just before the new one was renamed in) is put back when the
+    path itself is missing, instead of being deleted.
+  """
+  if not os.path.isdir(parent):
+    return
+  for entry in sorted(os.listdir(parent)):
+    match = _LEFTOVER.match(entry)
+    if not match or int(match["pid"]) == os.getpid() or _pid_running(int(match["pid"])):
+      continue
+    path = os.path.join(parent, entry)
+    if (match["kind"] == "old" and restore_to is not None
+        and os.path.join(parent, match["name"]) == restore_to and not os.path.exists(restore_to)
+        and os.path.isdir(path)):
+      os.replace(path, restore_to)
+      logging.warning("%s: restored the previous export that an interrupted export (pid %s) "
+                      "had moved aside", restore_to, match["pid"])
+      continue
+    logging.info("removing %s, left by an interrupted export (pid %s no longer runs)", path,
+                 match["pid"])
+    fileio.remove(path)
+
+
 def write_atomically(export_dir, identity, write_fn):
   """Calls write_fn(tmp_dir) to fill a sibling temp dir, then swaps it into `export_dir`.
 
   Readers (TF Serving polling the directory) see either the old model or the new one, never a
-  half-written directory.
+  half-written directory. An existing export stays in place until the new one is complete; a
+  directory cannot be renamed over a non-empty one, so the old one is then moved aside, the new
+  one renamed in and the old one deleted; if renaming the new one in fails (or a signal stops
+  the process between the two renames), the old one is put back.
   """
   export_dir = os.path.abspath(export_dir.rstrip("/\\"))
   check_export_dir(export_dir, identity)
-  # fileio.atomic_path cannot rename over a non-empty directory: the old model is moved aside
-  # first and deleted once the new one is in place.
+  remove_stale_leftovers(os.path.dirname(export_dir), restore_to=export_dir)
+  check_export_dir(export_dir, identity)  # a restored previous export is checked too
+  fileio.makedirs(os.path.dirname(export_dir))
+  tmp_dir = fileio.temporary_name(export_dir)
   old_dir = f"{export_dir}.old-{os.getpid()}"
   try:
-    with fileio.atomic_path(export_dir) as tmp_dir:
-      fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
-      write_fn(tmp_dir)
-      _write_export_info(tmp_dir, identity)
-      if os.path.exists(export_dir):
-        os.replace(export_dir, old_dir)
+    fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
+    write_fn(tmp_dir)
+    _write_export_info(tmp_dir, identity)
+    _swap_in(tmp_dir, export_dir, old_dir)
   finally:
-    fileio.remove(old_dir)
+    fileio.remove(tmp_dir)
   logging.info("Exported SavedModel to %s", export_dir)
   return export_dir
+
+
+def _swap_in(new_dir, export_dir, old_dir):
+  """Renames the complete `new_dir` to `export_dir`; an existing export is moved aside first and
+  deleted after, or put back if the rename fails."""
+  if not os.path.exists(export_dir):
+    os.replace(new_dir, export_dir)
+    return
+  fileio.remove(old_dir)
+  try:
+    os.replace(export_dir, old_dir)
+    _rename_new_export(new_dir, export_dir)
+  except BaseException:  # incl. StopRequested raised by a signal between the two renames
+    if not os.path.exists(export_dir) and os.path.exists(old_dir):
+      os.replace(old_dir, export_dir)
+    raise
+  fileio.remove(old_dir)
+
+
+def _rename_new_export(new_dir, export_dir):
+  """The second rename of `_swap_in` (a separate function so a test can make it fail)."""
+  os.replace(new_dir, export_dir)
 
 
 def export_versions(export_base):
@@ -128,6 +195,7 @@ def write_new_version(export_base, identity, write_fn, measured=None):
   versions = export_versions(export_base)
   if versions:
     check_export_dir(versions[-1][1], identity)
+  remove_stale_leftovers(export_base)
   version = max(int(time.time()), versions[-1][0] + 1 if versions else 0)
   target = os.path.join(export_base, str(version))
   # The temporary name `<version>.tmp-<pid>` is not a number, so TF Serving never loads it.

@@ -62,12 +62,14 @@ class PretrainedAlbert:
   label_list: Optional[List[str]]
   source: str
 
-  def predict(self, text_a, text_b=None, max_seq_length=128, batch_size=32):
+  def predict(self, text_a, text_b=None, max_seq_length=None, batch_size=32):
     """Classifies raw texts as the exported SavedModel's `serving_default` signature does.
 
     Args:
       text_a: a list of strings (or one string).
       text_b: the second sentences of sentence-pair tasks, or None.
+      max_seq_length: pieces per input; default 128, or the config's max_position_embeddings
+        when that is smaller.
     Returns:
       {"labels": [label names (regression: the scores)], "probabilities": float32 [N, C]}.
     """
@@ -75,6 +77,12 @@ class PretrainedAlbert:
       raise AlbertError(f"predict() classifies text; {self.source} is a {self.model_type}")
     if self.tokenizer is None:
       raise AlbertError(f"{self.source}: no vocabulary found; pass spm_model_file=")
+    positions = self.config.max_position_embeddings
+    if max_seq_length is None:
+      max_seq_length = min(128, positions)
+    elif max_seq_length > positions:
+      raise AlbertError(f"predict(max_seq_length={max_seq_length}): the model has "
+                        f"{positions} positions (max_position_embeddings)")
     features = _classifier_features(self.tokenizer, _as_list(text_a),
                                     None if text_b is None else _as_list(text_b), max_seq_length)
     probabilities = []

@@ -126,3 +126,25 @@ def test_hf_task_directories_load_with_their_heads(name, model_class, output):
                                        label_list=["contradiction", "entailment", "neutral"])
     logits = np.asarray(mapped.model(inputs, training=False)["logits"])
     np.testing.assert_allclose(logits, want[:, [2, 0, 1]], atol=1e-4)
+
+
+def test_predict_fits_a_model_with_fewer_than_128_positions(tmp_path):
+  """predict() pads to 128 by default, or to max_position_embeddings when that is smaller
+  (issue 30: a 64-position model raised a TensorFlow traceback)."""
+  setup = finetune.mrpc_setup(tmp_path / "work")
+  cfg = tiny_config_dict(max_position_embeddings=64)
+  weights = make_official_weights(cfg, seed=5)
+  rng = np.random.RandomState(0)
+  weights["output_weights"] = rng.normal(size=(2, cfg["hidden_size"])).astype(np.float32)
+  weights["output_bias"] = np.zeros([2], np.float32)
+  directory = tmp_path / "short_model"
+  write_official_checkpoint(weights, str(directory / "model.ckpt-best"))
+  albert_tf.AlbertConfig.from_dict(cfg).to_json_file(directory / "albert_config.json")
+  shutil.copy(setup["spm"], directory / "30k-clean.model")
+  pretrained = albert_tf.from_pretrained(str(directory), task_name="MRPC")
+  long_text = " ".join(finetune.SENTENCES * 4)  # well over 64 pieces: truncated, not an error
+  result = pretrained.predict([long_text, finetune.SENTENCES[0]], [finetune.SENTENCES[1]] * 2)
+  assert result["probabilities"].shape == (2, 2)
+  np.testing.assert_allclose(result["probabilities"].sum(-1), 1.0, rtol=1e-5)
+  with pytest.raises(AlbertError, match=r"max_seq_length=128\): the model has 64 positions"):
+    pretrained.predict([long_text], max_seq_length=128)

@@ -61,12 +61,17 @@ def check_export_dir(export_dir, identity):
   if existing is None:
     raise AlbertError(f"export directory {export_dir} already holds files that are not an "
                       f"albert_tf export; refusing to overwrite (choose an empty or new directory)")
+  choice = existing.get(PRECISION_CHOICE)
   existing = {key: value for key, value in existing.items() if key not in MEASURED_KEYS}
   identity = json.loads(json.dumps(identity))
   if existing != identity:
+    difference = _describe_difference(existing, identity)
+    if difference.startswith("precision:") and isinstance(choice, dict) and choice.get("chosen"):
+      # An --export_precision=auto export: name the precision it chose, not just "auto".
+      difference = difference.replace('existing "auto"', f'existing "{choice["chosen"]}" '
+                                      '(chosen by --export_precision=auto)', 1)
     raise AlbertError(f"export directory {export_dir} already holds a different model "
-                      f"({_describe_difference(existing, identity)}); choose another directory "
-                      f"or delete it")
+                      f"({difference}); choose another directory or delete it")
 
 
 def _pid_running(pid):

@@ -206,8 +206,10 @@ def test_auto_exports_the_faster_precision_and_records_why(tmp_path, monkeypatch
     again = export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy",
                               True, precision="auto")
     assert again != version_dir and _export_info(again)["precision_choice"]["chosen"] == "bf16"
-    # An explicit precision still is a different model than an auto export.
-    with pytest.raises(AlbertError, match=r"precision: existing \"auto\" vs new \"fp32\""):
+    # An explicit precision still is a different model than an auto export; the refusal names
+    # the precision auto chose.
+    with pytest.raises(AlbertError, match=r"precision: existing \"bf16\" \(chosen by "
+                                          r"--export_precision=auto\) vs new \"fp32\""):
       export_classifier(model, export_base, ["a", "b", "c"], SEQ, None, True, "toy", True)
 
 

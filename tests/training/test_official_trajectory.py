@@ -10,7 +10,8 @@ records in file order (--shuffle_train_input=false):
     --gradient_accumulation_steps 1, 2 and 4 (K micro-batches must give the step of one K-times
     batch, the masked-LM normaliser included): every step's total / MLM / SOP loss within 1e-4
     relative, the learning rates, and the final weights (converted to the official layout by our
-    converter) within 1e-4.
+    converter) within 1e-4. run_pretraining.py --do_eval on the official run's final weights: the
+    official metric_fn's four metrics and loss.
   * run_classifier.py, AdamW, MRPC, 6 steps: the official converter's features, every step's loss
     and learning rate, the final weights (encoder + head).
   * Unit checks: the global norm our trainer clips with is the dense (TPU, one-hot) norm the
@@ -157,6 +158,34 @@ def test_pretraining_learning_rates_match_the_official_run(tmp_path_factory):
   output_dir, _ = pretraining_run(1, tmp_path_factory)
   assert_learning_rates_match(train_scalars(output_dir), PRETRAINING["steps"],
                               PRETRAINING["hyperparameters"]["num_train_steps"])
+
+
+def test_pretraining_eval_metrics_match_the_official_eval(tmp_path):
+  """The official run_pretraining EVAL (its metric_fn) of the fixture's final weights: weighted
+  masked-LM accuracy and mean loss (Σw·CE / Σw), SOP accuracy and loss, and the estimator's loss
+  (mean of the batches' total loss). 6 batches of 10 cover the 60 records exactly once, as the
+  official eval does (it repeats the records to fill --max_eval_steps and drops the remainder;
+  ours reads them once and keeps it: equal here)."""
+  hp = PRETRAINING["hyperparameters"]
+  official = _json(FIX / "pretraining" / "eval.json")
+  evaluation = [e for e in official["evaluations"] if e["eval_batch_size"] == 10][0]
+  output_dir = str(tmp_path / "eval")
+  proc = run_pretraining([
+      "--do_train=false", "--do_eval=true",
+      f"--input_file={FIX / 'pretraining' / 'train.tfrecord'}",
+      f"--init_checkpoint={FIX / 'pretraining' / official['checkpoint']}",
+      f"--albert_config_file={CONFIG}", f"--output_dir={output_dir}",
+      f"--max_seq_length={hp['max_seq_length']}",
+      f"--max_predictions_per_seq={hp['max_predictions_per_seq']}",
+      f"--eval_batch_size={evaluation['eval_batch_size']}",
+      f"--max_eval_steps={evaluation['max_eval_steps']}"], timeout=600)
+  assert proc.returncode == 0, describe(proc)
+  with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
+    ours = dict(line.split(" = ", 1) for line in f.read().splitlines() if " = " in line)
+  problems = [f"{key}: ours {ours.get(key)}, official {want:.7g}"
+              for key, want in evaluation["results"].items()
+              if key not in ours or abs(float(ours[key]) - want) > LOSS_RTOL * abs(want)]
+  assert not problems, "\n".join(problems)
 
 
 # ----------------------------------------------------------------------------- fine-tuning

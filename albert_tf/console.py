@@ -68,6 +68,8 @@ def quiet_startup(argv=None):
   if verbose_requested(argv):
     return
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  # gRPC's own C-core logging (a multi-worker run's connection errors while peers exit).
+  os.environ.setdefault("GRPC_VERBOSITY", "NONE")
   warnings.filterwarnings("ignore")
   logging.getLogger("matplotlib").setLevel(logging.ERROR)
   filter_tensorflow_logs()
@@ -236,9 +238,11 @@ def filter_tensorflow_logs():
   atexit.register(finish_filter)
 
 
-def finish_filter(timeout_s=2.0):
+def finish_filter(timeout_s=2.0, restore=True):
   """At exit (atexit, or before an os._exit): hands fd 2 back and waits (briefly) until the
-  filter has written everything, so the script's last lines come before the shell's prompt."""
+  filter has written everything, so the script's last lines come before the shell's prompt.
+  With `restore=False` the caller has already pointed fd 2 elsewhere (and closed its copies of
+  the pipe): only the wait."""
   if not _filter or _filter["owner"] != os.getpid():
     return
   for stream in (sys.stdout, sys.stderr):
@@ -246,7 +250,8 @@ def finish_filter(timeout_s=2.0):
       stream.flush()
     except (AttributeError, OSError, ValueError):
       pass
-  os.dup2(_filter["stderr"], 2)  # closes our end of the pipe
+  if restore:
+    os.dup2(_filter["stderr"], 2)  # closes our end of the pipe
   os.environ.pop(_FILTERED_ENV, None)
   deadline = time.monotonic() + timeout_s  # a subprocess still running may hold the pipe open
   while time.monotonic() < deadline:

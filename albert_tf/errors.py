@@ -35,6 +35,11 @@ class StopRequested(BaseException):
   A BaseException (as KeyboardInterrupt), so no `except Exception` on the way swallows it.
   """
 
+  # True when the message must be the process's last word: a worker of a cluster whose
+  # peers are gone or going, where TensorFlow's gRPC would log connection errors while the
+  # interpreter shuts down (see `end_with_last_line`).
+  last_words = False
+
   def __init__(self, message, exit_code=EXIT_STOPPED_BY_SIGNAL):
     super().__init__(message)
     self.exit_code = exit_code
@@ -158,6 +163,28 @@ def exit_at_once(message):
   os._exit(EXIT_BAD_INPUT)  # pylint: disable=protected-access
 
 
+def end_with_last_line(message, exit_code):
+  """Prints `message` as the process's last line on stderr and ends it with `exit_code`.
+
+  Whatever would be written to stderr after it (a multi-worker run's gRPC connection errors
+  while TensorFlow shuts down, which depend on when the peers exit) goes nowhere. Only for a
+  run that has finished writing: everything is flushed, then os._exit.
+  """
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      stream.flush()
+    except (AttributeError, OSError, ValueError):
+      pass
+  stderr = os.dup(2)
+  devnull = os.open(os.devnull, os.O_WRONLY)
+  os.dup2(devnull, 2)  # from here on, nobody else writes to stderr
+  os.write(stderr, f"{message}\n".encode("utf-8", "replace"))
+  os.close(stderr)
+  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  console.finish_filter(restore=False)  # the filter (if any) writes the line out
+  os._exit(exit_code)  # pylint: disable=protected-access
+
+
 # ------------------------------------------------------------------------------ scripts
 def run_main(main_fn):
   """Wraps an absl `main(argv)` so that AlbertError and a full disk end the process with one
@@ -175,6 +202,8 @@ def run_main(main_fn):
       print(f"error: {e}", file=sys.stderr)
       sys.exit(EXIT_BAD_INPUT)
     except StopRequested as e:
+      if e.last_words:
+        end_with_last_line(str(e), e.exit_code)
       print(str(e), file=sys.stderr, flush=True)
       sys.exit(e.exit_code)
     except Exception as e:  # pylint: disable=broad-except

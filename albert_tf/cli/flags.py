@@ -196,6 +196,11 @@ def define_runtime_flags():
           ["auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
           "Extra: tf.distribute strategy; auto = tpu if --use_tpu, multi_worker_mirrored if "
           "TF_CONFIG names a cluster, mirrored with several GPUs, else default.")
+  from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
+  _define(flags.DEFINE_float, "worker_wait_seconds", cluster.DEFAULT_WAIT_S,
+          "Extra, multi-worker: how long a worker waits for the other workers of TF_CONFIG to "
+          "answer (printing which task and address it waits for every 10 s) before it gives up "
+          "with one line (exit status 2). SIGTERM/SIGINT while waiting: one line, exit 42.")
   _define(flags.DEFINE_enum, "precision", "fp32", ["fp32", "bf16", "fp16"],
           "Extra: compute precision: fp32, bf16 (mixed_bfloat16) or fp16 (mixed_float16 with "
           "dynamic loss scaling). Variables stay float32.")
@@ -238,7 +243,8 @@ def runtime_config(f=FLAGS):
       gcp_project=f.gcp_project, master=f.master, precision=f.precision,
       jit_compile=f.jit_compile, gradient_accumulation_steps=f.gradient_accumulation_steps,
       log_every_n_steps=f.log_every_n_steps, steps_per_loop=f.iterations_per_loop,
-      recompute=f.recompute, deterministic=f.deterministic, seed=f.seed)
+      recompute=f.recompute, deterministic=f.deterministic, seed=f.seed,
+      worker_wait_seconds=f.worker_wait_seconds)
 
 
 def model_source(f=FLAGS):

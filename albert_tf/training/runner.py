@@ -19,7 +19,7 @@ from typing import Optional
 from absl import logging
 
 from albert_tf import fileio
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.training import checkpointing
 from albert_tf.training import output_lock
 from albert_tf.training import preemption
@@ -135,6 +135,25 @@ def run(task, run_config, runtime=None):
   cfg = run_config
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  if strategy_lib.num_workers(strategy) <= 1:
+    return _run_locked(task, cfg, runtime, strategy)
+  try:
+    return _run_locked(task, cfg, runtime, strategy)
+  except StopRequested as e:
+    # The peers exit too: the stop line is this worker's last word (no gRPC noise after it).
+    e.last_words = True
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
+    lost = cluster.peer_lost(e, strategy_lib.read_tf_config(),
+                             checkpointing.latest_checkpoint(cfg.output_dir))
+    if lost is None:
+      raise
+    raise lost from None
+
+
+def _run_locked(task, cfg, runtime, strategy):
   # After the strategy: MultiWorkerMirroredStrategy's coordination service installs a SIGTERM
   # handler of its own, which would swallow the signal.
   with preemption.StopSignals() as stop_signals:

@@ -32,6 +32,7 @@ class RuntimeConfig:
   recompute: str = "none"
   deterministic: bool = False
   seed: Optional[int] = None
+  worker_wait_seconds: Optional[float] = None  # None: cluster.DEFAULT_WAIT_S
 
   def __post_init__(self):
     # --strategy, --precision, --recompute and --gradient_accumulation_steps are checked where
@@ -52,7 +53,8 @@ class RuntimeConfig:
     from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
     return strategy_lib.get_strategy(
         strategy=self.strategy, use_tpu=self.use_tpu, tpu_name=self.tpu_name,
-        tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master)
+        tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master,
+        worker_wait_seconds=self.worker_wait_seconds)
 
 
 def resolve_seed(seed, deterministic, output_dir):

@@ -162,7 +162,7 @@ def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master):
 
 
 def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-                 master=None, num_gpus=None):
+                 master=None, num_gpus=None, worker_wait_seconds=None):
   """Returns the strategy the official flags (and our --strategy override) ask for.
 
   Order when `strategy` is None/"auto": TPU if use_tpu or tpu_name; MultiWorkerMirroredStrategy
@@ -174,6 +174,9 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
       "multi_worker_mirrored", "tpu" (--strategy).
     use_tpu, tpu_name, tpu_zone, gcp_project, master: the official TPU flags.
     num_gpus: for "mirrored": how many GPUs to use (all if None).
+    worker_wait_seconds: for "multi_worker_mirrored": how long to wait for the other workers
+      of TF_CONFIG before giving up with one line (default `cluster.DEFAULT_WAIT_S`; see
+      albert_tf/training/cluster.py).
   """
   name = (strategy or "auto").lower()
   if name not in STRATEGIES:
@@ -191,9 +194,14 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
   if name == "tpu":
     return _tpu_strategy(tpu_name, tpu_zone, gcp_project, master)
   if name == "multi_worker_mirrored":
-    if not read_tf_config(require_task=True):
+    config = read_tf_config(require_task=True)
+    if not config:
       raise AlbertError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster")
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
+    wait = cluster.DEFAULT_WAIT_S if worker_wait_seconds is None else worker_wait_seconds
+    if wait <= 0:
+      raise AlbertError(f"--worker_wait_seconds={worker_wait_seconds} is invalid: expected > 0")
+    return cluster.join(config, wait, tf.distribute.MultiWorkerMirroredStrategy)
   if name == "mirrored":
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if num_gpus:

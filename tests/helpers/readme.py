@@ -13,6 +13,24 @@ from tests.helpers.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 
+# Runs a Python snippet as if typed into the interactive interpreter: statement by statement,
+# printing the value of each bare expression (`pretrained.predict(...)`), so that what the README
+# shows as the result can be checked. argv: the snippet file.
+INTERACTIVE_RUNNER = """
+import ast, sys
+path = sys.argv[1]
+sys.path.insert(0, ".")
+with open(path, encoding="utf-8") as f:
+  tree = ast.parse(f.read(), path)
+scope = {"__name__": "__main__"}
+for node in tree.body:
+  if isinstance(node, ast.Expr):
+    code = compile(ast.Interactive([node]), path, "single")
+  else:
+    code = compile(ast.Module([node], []), path, "exec")
+  exec(code, scope)
+"""
+
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 _HEADING = re.compile(r"^(#{2,4})\s+(.*?)\s*$")
 

@@ -5,7 +5,9 @@ The commands are read from README.md when the tests are collected (tests/helpers
 test per command, named `<section>-<n>` (the n-th command or snippet under that heading). Each
 runs in a subprocess with cwd = one shared stand-in directory built once per session, relative
 paths as written, through `bash -c` (quotes, globs, `$GLUE_DIR`, `$PWD` as a shell reads them),
-with `python` the suite's interpreter; Python snippets run as a script file in that directory.
+with `python` the suite's interpreter; a Python snippet runs in that directory as typed into the
+interactive interpreter (statement by statement, bare expressions printed, so what the README
+shows as a result is checked).
 Each must exit 0 and leave the files the README says it writes (RULES[...].produces).
 
 Every command must match exactly one rule of RULES (a regular expression on the command): a
@@ -64,7 +66,7 @@ import re
 import subprocess
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pytest
 
@@ -99,18 +101,27 @@ class Rule:
   after: Sequence[str] = ()  # rules whose commands must have run first (in README order)
   marked: Optional[str] = None  # why it is not run on a test machine
   stdout: Optional[str] = None  # a regular expression its stdout must contain
+  contents: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+  # file (glob, first match) -> regular expressions (re.M) the README says it holds
 
 
 EXPORT = ("{}/*/saved_model.pb", "{}/*/core_ops/saved_model.pb", "{}/albert_model.tflite")
 GLUE_RUN = ("{}/model.ckpt-best.index", "{}/eval_results.txt", "{}/best_trial.txt")
+BEST_TRIAL = [r"^\d+:\d+:-?\d"]  # the official <step>:<best step>:<best value>
 
 RULES = [
     Rule("make", r"^make (quickstart|test)\b",
          marked="`make quickstart` runs in CI after the tests; `make test` is this suite"),
     Rule("pretrainer_snippet", r'load_tf1_checkpoint\(model, "albert_base/model\.ckpt-best"\)',
-         produces=["out/model.ckpt.index"], stdout=r"loaded"),
+         produces=["out/model.ckpt.index"], stdout=(
+             # the README's shape comments at the tiny size: [batch, seq_len, hidden],
+             # [batch, hidden], mlm [batch, predictions, vocab] and sop [batch, 2] in float32
+             r"loaded \d+ variables\n(?s:.*)shape=\(1, 6, 32\)(?s:.*)shape=\(1, 32\)"
+             r"(?s:.*)shape=\(1, 1, 1000\), dtype=float32(?s:.*)shape=\(1, 2\), "
+             r"dtype=float32(?s:.*)\n\d+\n$")),
     Rule("from_pretrained_snippet", r'from_pretrained\("out/mnli/model\.ckpt-best"',
-         after=["glue_mnli"]),
+         after=["glue_mnli"], stdout=r"'labels': \['(entailment|neutral|contradiction)'\], "
+         r"'probabilities': array\(\[\[[^\]]*\]\], dtype=float32\)"),
     Rule("convert_tf1_to_tf2", r"convert .*--input_checkpoint=albert_base/model\.ckpt-best "
          r".*--output_checkpoint=albert_base_tf2/ckpt",
          produces=["albert_base_tf2/checkpoint", "albert_base_tf2/ckpt*.index"]),
@@ -125,20 +136,39 @@ RULES = [
          produces=["data/train.tfrecord"]),
     Rule("run_pretraining", r"^python run_pretraining\.py .*--output_dir=pretrain(\s|$)",
          after=["create_pretraining_data"],
-         produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index"]),
+         produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index",
+                   "pretrain/**/events.out.tfevents.*"],
+         contents={"pretrain/eval_results.txt": [
+             rf"^{key} = " for key in ("global_step", "loss", "masked_lm_accuracy",
+                                       "masked_lm_loss", "sentence_order_accuracy",
+                                       "sentence_order_loss")]}),
+    Rule("reproduce_official_run",
+         r"^python run_pretraining\.py .*--output_dir=repro(\s|$)", after=["create_pretraining_data"],
+         produces=["repro/train/events.out.tfevents.*", "repro/ckpt-2.index"]),
     Rule("glue_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/mnli(\s|$)",
          produces=[p.format("out/mnli") for p in GLUE_RUN + ("{}/MNLI-m.tsv",)] +
-         [p.format("out/mnli_export") for p in EXPORT]),
+         [p.format("out/mnli_export") for p in EXPORT],
+         contents={"out/mnli/best_trial.txt": BEST_TRIAL,
+                   "out/mnli/eval_results.txt": [r"^eval_accuracy = "]}),
     Rule("squad", r"^python run_squad\.py .*--output_dir=out/squad(\s|$)",
          produces=[f"out/squad/{name}" for name in (
              "train.tfrecord", "dev.tfrecord", "dev_left_file.json", "predictions.json",
-             "nbest_predictions.json", "null_odds.json", "model.ckpt-best.index")]),
+             "nbest_predictions.json", "null_odds.json", "model.ckpt-best.index")],
+         contents={"out/squad/eval_results.txt": [r"^exact = ", r"^f1 = ", r"^HasAns_",
+                                                  r"^NoAns_", r"_f1_thresh = "]}),
     Rule("race", r"^python run_race\.py .*--output_dir=out/race(\s|$)",
-         produces=["out/race/model.ckpt-best.index", "out/race/eval_results.txt"]),
+         produces=["out/race/model.ckpt-best.index", "out/race/eval_results.txt"],
+         contents={"out/race/eval_results.txt": [r"^eval_accuracy = ", r"^middle_accuracy = ",
+                                                 r"^high_accuracy = "]}),
     Rule("custom", r"^python run_classifier\.py --task_name=custom .*--output_dir=out/mine(\s|$)",
          produces=[p.format("out/mine") for p in GLUE_RUN + (
              "{}/predictions.tsv", "{}/test_results.tsv", "{}/label_list.json")] +
-         [p.format("out/mine_export") for p in EXPORT]),
+         [p.format("out/mine_export") for p in EXPORT],
+         contents={"out/mine/best_trial.txt": BEST_TRIAL,
+                   "out/mine/eval_results.txt": [r"^eval_accuracy = ", r"^matthew_corr = ",
+                                                 r"^f1 = "],
+                   "out/mine/predictions.tsv": [r"^id\tprediction\tprobability$",
+                                                r"^0\t(neg|pos)\t0\.\d+$"]}),
     Rule("tf_config", r"^export TF_CONFIG=.*host0:",
          marked="needs two machines, host0 and host1"),
     Rule("multi_worker", r"^python run_pretraining\.py .*--output_dir=gs://",
@@ -168,6 +198,13 @@ def classify(command):
   assert len(matches) == 1, (f"README.md line {command.line}: rules "
                              f"{[r.name for r in matches]} all match:\n{command.text}")
   return matches[0]
+
+
+def commands_of(rule_name):
+  """The README commands of one rule, in README order (unclassifiable ones are skipped here:
+  their own tests fail)."""
+  return [c for c in COMMANDS
+          if [r.name for r in RULES if re.search(r.pattern, c.text, re.S)] == [rule_name]]
 
 
 def tiny(command):
@@ -203,7 +240,7 @@ class Runner:
       return self.results[command.test_id]
     rule = classify(command)
     for name in rule.after:
-      for dep in [c for c in COMMANDS if classify(c).name == name]:
+      for dep in commands_of(name):
         proc, _ = self.run(dep)
         assert proc.returncode == 0, (f"{command.test_id} needs {dep.test_id} (README line "
                                       f"{dep.line}), which failed: exit {proc.returncode}")
@@ -211,7 +248,7 @@ class Runner:
     if command.language == "python":
       script = self.root / f"snippet_{command.test_id}.py"
       script.write_text(text, encoding="utf-8")
-      argv = [sys.executable, script.name]
+      argv = [sys.executable, "-c", readme.INTERACTIVE_RUNNER, script.name]
     else:
       argv = ["bash", "-c", text]
     start = time.monotonic()
@@ -247,6 +284,11 @@ def test_readme_command(command, readme_runner):
   missing = [pattern for pattern in rule.produces if not list(root.glob(pattern))]
   assert not missing, f"{command.test_id}: did not write {missing}\n" + _describe(
       command, tiny(command), proc)
+  for pattern, expressions in rule.contents.items():
+    text = sorted(root.glob(pattern))[0].read_text(encoding="utf-8")
+    for expression in expressions:
+      assert re.search(expression, text, re.M), (
+          f"{command.test_id}: {pattern} lacks {expression!r}:\n{text[:3000]}")
   if rule.stdout:
     assert re.search(rule.stdout, proc.stdout), _describe(command, tiny(command), proc)
 
@@ -255,3 +297,20 @@ def test_every_rule_is_used():
   """A rule no README command matches is a stale entry of the table (or a command gone)."""
   used = {classify(c).name for c in COMMANDS}
   assert not [r.name for r in RULES if r.name not in used]
+
+
+def test_tpu_flags_without_a_tpu_are_one_line(readme_runner):
+  """The README's TPU flags (Distributed training) on the README's pretraining command, on a
+  machine without a TPU: exit 2 with one line naming the TPU, no traceback and no wait."""
+  flags = re.search(r"\*\*TPU\*\*: `([^`\[]+)", readme.README.read_text(encoding="utf-8"))
+  assert flags, "README.md: the Distributed training section's TPU flags moved"
+  pretraining, = commands_of("run_pretraining")
+  for dep in commands_of("create_pretraining_data"):
+    readme_runner.run(dep)
+  text = re.sub(r"--output_dir=\S+", "--output_dir=pretrain_tpu", tiny(pretraining))
+  text += " " + flags.group(1).strip()
+  proc = subprocess.run(["bash", "-c", text], cwd=str(readme_runner.root), env=_env(),
+                        capture_output=True, text=True, timeout=120, check=False)
+  lines = proc.stderr.strip().splitlines()
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+  assert lines[-1].startswith("error: --tpu_name=my-tpu: "), proc.stderr[-3000:]

@@ -146,3 +146,188 @@ def test_strategy_selection_and_errors(monkeypatch):
   monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1"]}, '
                      '"task": {"type": "worker", "index": 0}}')
   assert not strategy_lib._tf_config_has_cluster()  # pylint: disable=protected-access
+
+
+# ------------------------------------------------------------------ a missing or lost worker
+@pytest.fixture(scope="module")
+def tiny_run_inputs(tmp_path_factory):
+  """A tiny config and synthetic pretraining data (no reference run needed)."""
+  tmp = tmp_path_factory.mktemp("cluster")
+  config = write_tiny_config(tmp / "albert_config.json")
+  data = helpers.write_synthetic_pretraining_data(str(tmp / "synthetic.tfrecord"), 400)
+  return config, data
+
+
+def _start_worker(flags, cluster, index, log_path):
+  """One run_pretraining.py worker with TF_CONFIG {"cluster": {"worker": cluster}, ...}."""
+  import json  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  tf_config = json.dumps({"cluster": {"worker": cluster},
+                          "task": {"type": "worker", "index": index}})
+  out = open(log_path, "w")  # pylint: disable=consider-using-with
+  proc = subprocess.Popen(  # pylint: disable=consider-using-with
+      helpers.pretraining_command(flags),
+      env=helpers.subprocess_env({"TF_CONFIG": tf_config}), stdout=out,
+      stderr=subprocess.STDOUT, cwd=str(helpers.REPO_ROOT))
+  proc.log_path = str(log_path)
+  return proc
+
+
+def _first_time(proc, text, timeout):
+  """The time.time() at which `text` first appeared in proc's log (polled), else None."""
+  found = _wait_for(lambda: text in helpers.read_log(proc), timeout)
+  return time.time() if found else None
+
+
+def _last_line(text):
+  lines = [line for line in text.strip().splitlines() if line.strip()]
+  return lines[-1] if lines else ""
+
+
+def test_worker_waiting_for_missing_peer_reports_gives_up_and_stops_on_sigterm(tiny_run_inputs,
+                                                                               tmp_path):
+  """Peers that never start: a closed port on localhost and the README's `host1:12345`. The
+  worker prints what it waits for every 10 s, gives up after --worker_wait_seconds with one
+  line (exit 2); a SIGTERM while waiting ends it with one line (exit 42)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  config, data = tiny_run_inputs
+  flags = helpers.pretraining_flags(config, data, tmp_path / "out", STEPS, batch=BATCH,
+                                    save_every=SAVE_EVERY)
+  closed = [helpers.free_port() for _ in range(3)]  # nobody listens there
+  own = [helpers.free_port() for _ in range(3)]
+  wait = 12
+  procs = [
+      # worker 0 of two; worker 1 is a closed port: gives up after `wait` s.
+      _start_worker(flags + [f"--output_dir={tmp_path / 'a'}", f"--worker_wait_seconds={wait}"],
+                    [f"127.0.0.1:{own[0]}", f"127.0.0.1:{closed[0]}"], 0, tmp_path / "a.log"),
+      # worker 1 of two, the default wait; worker 0 never comes: SIGTERM while it waits.
+      _start_worker(flags + [f"--output_dir={tmp_path / 'b'}"],
+                    [f"127.0.0.1:{closed[1]}", f"127.0.0.1:{own[1]}"], 1, tmp_path / "b.log"),
+      # The README's example address of worker 1.
+      _start_worker(flags + [f"--output_dir={tmp_path / 'c'}", "--worker_wait_seconds=3"],
+                    [f"127.0.0.1:{own[2]}", "host1:12345"], 0, tmp_path / "c.log"),
+  ]
+  try:
+    waiting_a = f"waiting for worker 1 at 127.0.0.1:{closed[0]} (connection refused): "
+    first_a = _first_time(procs[0], waiting_a, 120)
+    assert first_a, helpers.read_log(procs[0])[-3000:]
+    first_b = _first_time(procs[1], f"waiting for worker 0 at 127.0.0.1:{closed[1]}", 120)
+    assert first_b, helpers.read_log(procs[1])[-3000:]
+    procs[1].send_signal(signal.SIGTERM)
+    signalled = time.time()
+    procs[1].wait(timeout=30)
+    sigterm_s = time.time() - signalled
+    gave_up = _first_time(procs[0], "error: gave up", wait + 60)
+    assert gave_up, helpers.read_log(procs[0])[-3000:]
+    give_up_s = gave_up - first_a
+    procs[0].wait(timeout=60)
+    exit_s = time.time() - first_a
+    procs[2].wait(timeout=60)
+  finally:
+    texts = _wait_for_all(procs, 60, "waiting workers hung")
+  print(f"\nmeasured: SIGTERM while waiting -> exit {sigterm_s:.2f} s; first waiting line -> "
+        f"give-up line {give_up_s:.1f} s, exit {exit_s:.1f} s (--worker_wait_seconds={wait})")
+  a, b, c = texts
+  # Gave up after the wait, with one line; waiting lines every 10 s before it.
+  assert procs[0].returncode == 2, a[-3000:]
+  assert a.count(waiting_a) >= 2, a[-3000:]
+  assert _last_line(a).startswith(
+      f"error: gave up after {wait} s waiting for worker 1 at 127.0.0.1:{closed[0]} "
+      f"(connection refused) (--worker_wait_seconds={wait})"), a[-3000:]
+  # Checked at the first waiting line, which comes within a probe of the start of the wait.
+  assert wait - 1 <= give_up_s <= wait + 5, give_up_s
+  assert "Traceback" not in a
+  # SIGTERM while waiting: one line, exit 42, at once.
+  assert procs[1].returncode == 42, b[-3000:]
+  assert _last_line(b) == (
+      f"stopped by SIGTERM while waiting for worker 0 at 127.0.0.1:{closed[1]}: nothing was "
+      f"started; run the same command on every worker to start (exit status 42)"), b[-3000:]
+  assert sigterm_s < 10, sigterm_s
+  assert "Traceback" not in b
+  # The README's TF_CONFIG on a machine that is not host0: named, then given up on.
+  assert procs[2].returncode == 2, c[-3000:]
+  assert "waiting for worker 1 at host1:12345 (" in c, c[-3000:]
+  assert _last_line(c).startswith("error: gave up after 3 s waiting for worker 1 at "
+                                  "host1:12345 ("), c[-3000:]
+  for name in "abc":  # nothing was started, so nothing was written
+    assert not list((tmp_path / name).glob("ckpt-*"))
+
+
+def _survivor_ends(survivor, lost_index, lost_address, out, timeout=90):
+  """Waits for the survivor's exit; asserts its one line. Returns (seconds, checkpoint)."""
+  lost = time.time()
+  survivor.wait(timeout=timeout)
+  seconds = time.time() - lost
+  text = helpers.read_log(survivor)
+  assert survivor.returncode == 42, text[-4000:]
+  last = _last_line(text)
+  prefix = f"lost worker {lost_index} ({lost_address}): "
+  assert last.startswith(prefix), text[-4000:]
+  assert last.endswith("run the same command on every worker to resume (exit status 42)"), last
+  checkpoint = last.split("the newest intact checkpoint is ")[1].split(":")[0]
+  assert checkpoint.startswith(str(out / "ckpt-")), last
+  assert os.path.exists(checkpoint + ".index")
+  # The newest intact checkpoint it names is the newest there is.
+  steps = sorted(int(p.name[len("ckpt-"):-len(".index")]) for p in out.glob("ckpt-*.index"))
+  assert checkpoint == str(out / f"ckpt-{steps[-1]}"), (checkpoint, steps)
+  assert "Traceback" not in text
+  return seconds, checkpoint
+
+
+def test_worker_lost_mid_run_sigkill_sigstop_then_resume(tiny_run_inputs, tmp_path):
+  """Worker 1 is SIGKILLed after the first checkpoint: worker 0 exits at once with one line
+  naming worker 1 and that checkpoint (exit 42). The same command on both resumes from it;
+  worker 0 (the chief) is frozen with SIGSTOP after the next checkpoint: worker 1 exits with
+  one line naming worker 0. Restarted once more, they resume and finish."""
+  import signal  # pylint: disable=g-import-not-at-top
+  config, data = tiny_run_inputs
+  out = tmp_path / "out"
+  flags = helpers.pretraining_flags(config, data, out, STEPS, batch=BATCH, save_every=SAVE_EVERY)
+  logs = tmp_path / "logs"
+  logs.mkdir()
+
+  def start(name):
+    ports = [helpers.free_port() for _ in range(2)]
+    cluster = [f"127.0.0.1:{p}" for p in ports]
+    return [_start_worker(flags, cluster, i, logs / f"{name}-{i}.log") for i in range(2)], cluster
+
+  # 1. SIGKILL worker 1 once ckpt-20 exists.
+  workers, cluster = start("kill")
+  try:
+    assert _wait_for((out / f"ckpt-{SAVE_EVERY}.index").exists, 240, workers), "\n".join(
+        helpers.read_log(p)[-3000:] for p in workers)
+    workers[1].kill()
+    kill_s, kept = _survivor_ends(workers[0], 1, cluster[1], out)
+  finally:
+    _wait_for_all(workers, 60, "kill phase hung")
+
+  # 2. The same command: resumes from the checkpoint the line named; SIGSTOP the chief once
+  # the next checkpoint exists.
+  workers, cluster = start("stop")
+  stopped = None
+  try:
+    step = int(kept.rsplit("-", 1)[1])
+    assert _wait_for(lambda: f"Resuming from {kept} at step {step}" in helpers.read_log(
+        workers[0]), 240, workers), helpers.read_log(workers[0])[-3000:]
+    next_ckpt = out / f"ckpt-{step + SAVE_EVERY}.index"
+    assert _wait_for(next_ckpt.exists, 240, workers), helpers.read_log(workers[0])[-3000:]
+    workers[0].send_signal(signal.SIGSTOP)
+    stopped = workers[0]
+    stop_s, kept = _survivor_ends(workers[1], 0, cluster[0], out)
+  finally:
+    if stopped is not None:
+      stopped.kill()  # a frozen process takes SIGKILL
+    _wait_for_all(workers, 60, "stop phase hung")
+
+  # 3. Both restarted: resume from that checkpoint and finish.
+  workers, _ = start("resume")
+  texts = _wait_for_all(workers, 240, "resume hung")
+  for p, text in zip(workers, texts):
+    assert p.returncode == 0, text[-5000:]
+  step = int(kept.rsplit("-", 1)[1])
+  assert f"Resuming from {kept} at step {step} (input position restored)" in texts[0], \
+      texts[0][-3000:]
+  assert f"step {STEPS}/{STEPS}" in texts[0]
+  assert (out / f"ckpt-{STEPS}.index").exists()
+  print(f"\nmeasured: peer lost -> survivor's exit: SIGKILL {kill_s:.1f} s, "
+        f"SIGSTOP {stop_s:.1f} s")

@@ -1,0 +1,263 @@
+"""The layer rule: albert_tf's imports run one way, read from the code (AST), as
+tests/cli/test_no_flags_below_cli.py reads the flags.
+
+Layers, lowest first (a module may import its own layer and the layers below it):
+  leaf utilities -> config, text, layers -> networks, heads -> models -> checkpoints ->
+  pretrained -> data, tasks, export -> training -> tools -> cli
+(the scripts at the repository's top sit above cli). Checked here:
+  - every module under albert_tf/ belongs to a layer (a new package must be placed below);
+  - no import, at module level or inside a function, from a lower layer to a higher one, except
+    the commented allow-list below, which may only shrink (a fixed entry fails until removed);
+  - no import circle among module-level imports;
+  - code under `if __name__ == "__main__":` (a `python -m` entry point) imports only
+    albert_tf.console and albert_tf.cli, and only in the modules named as entry-point shims.
+
+`python tests/test_import_layers.py` prints the numbers (circles, upward imports, imports
+inside functions).
+"""
+
+import ast
+import collections
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(REPO, "albert_tf")
+
+# (layer, module prefixes), lowest first; the longest matching prefix places a module.
+LAYERS = (
+    ("leaf", ("albert_tf.errors", "albert_tf.fileio", "albert_tf.console",
+              "albert_tf.lazy_imports", "albert_tf.export_format", "albert_tf.kinds",
+              "albert_tf.metrics")),
+    ("config/text/layers", ("albert_tf.config", "albert_tf.text", "albert_tf.tokenization",
+                            "albert_tf.layers")),
+    ("networks/heads", ("albert_tf.networks", "albert_tf.heads")),
+    ("models", ("albert_tf.models",)),
+    ("checkpoints", ("albert_tf.checkpoints", "albert_tf.convert_checkpoint")),
+    # The package itself is the public facade: its names load lazily from up to this layer.
+    ("pretrained", ("albert_tf", "albert_tf.pretrained")),
+    ("data/tasks/export", ("albert_tf.data", "albert_tf.tasks", "albert_tf.export")),
+    ("training", ("albert_tf.training",)),
+    ("tools", ("albert_tf.tools",)),
+    ("cli", ("albert_tf.cli",)),
+)
+
+# Upward imports that remain, as (importer, imported). Only ever remove entries.
+ALLOWED_UPWARD = {
+    # The model classes inherit `from_pretrained` from pretrained.LoadableFromPretrained.
+    ("albert_tf.models.classifier", "albert_tf.pretrained"),
+    ("albert_tf.models.multiple_choice", "albert_tf.pretrained"),
+    ("albert_tf.models.pretrainer", "albert_tf.pretrained"),
+    ("albert_tf.models.squad", "albert_tf.pretrained"),
+    # from_pretrained(task_name=...) / predict(texts): pretrained reads a task's labels and
+    # encodes text with the data layer's feature code.
+    ("albert_tf.pretrained", "albert_tf.data.glue"),
+    ("albert_tf.pretrained", "albert_tf.data.custom_task"),
+    ("albert_tf.pretrained", "albert_tf.data.classifier_features"),
+}
+
+# Modules whose `if __name__ == "__main__":` block is a `python -m` entry point handing over to
+# albert_tf/cli/ (the command's flags and main live there).
+ENTRY_POINT_SHIMS = {
+    "albert_tf.checkpoints.convert", "albert_tf.convert_checkpoint",
+    "albert_tf.tools.build_corpus", "albert_tf.tools.make_pair_task",
+    "albert_tf.tools.query_savedmodel", "albert_tf.tools.train_spm",
+}
+
+
+def _module_name(path):
+  name = os.path.relpath(path, REPO)[:-len(".py")].replace(os.sep, ".")
+  return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def modules():
+  """{module name: file path} of every module under albert_tf/."""
+  found = {}
+  for directory, _, files in os.walk(PACKAGE):
+    for file in files:
+      if file.endswith(".py"):
+        path = os.path.join(directory, file)
+        found[_module_name(path)] = path
+  return found
+
+
+def _is_main_guard(node):
+  test = node.test if isinstance(node, ast.If) else None
+  return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+          and test.left.id == "__name__" and len(test.comparators) == 1
+          and isinstance(test.comparators[0], ast.Constant)
+          and test.comparators[0].value == "__main__")
+
+
+def imports_of(name, path, known):
+  """[(imported albert_tf module, where, line)] of one module; where is "top" (runs on
+  import), "function" (inside a function) or "main" (under `if __name__ == "__main__":`)."""
+
+  def resolve(dotted):
+    parts = dotted.split(".")
+    while parts:
+      if ".".join(parts) in known:
+        return ".".join(parts)
+      parts.pop()
+    return None
+
+  found = []
+
+  def visit(node, where):
+    for child in ast.iter_child_nodes(node):
+      inner = where
+      if where == "top" and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                               ast.Lambda)):
+        inner = "function"
+      elif where == "top" and _is_main_guard(child):
+        inner = "main"
+      if isinstance(child, ast.Import):
+        targets = [alias.name for alias in child.names]
+      elif isinstance(child, ast.ImportFrom):
+        if child.level:
+          base = name.split(".") if path.endswith("__init__.py") else name.split(".")[:-1]
+          base = base[:len(base) - child.level + 1] + ([child.module] if child.module else [])
+          module = ".".join(base)
+        else:
+          module = child.module or ""
+        targets = [f"{module}.{alias.name}" for alias in child.names]
+      else:
+        targets = []
+      for target in targets:
+        if target.split(".")[0] == "albert_tf":
+          resolved = resolve(target)
+          if resolved and resolved != name:
+            found.append((resolved, where, child.lineno))
+      visit(child, inner)
+
+  with open(path, encoding="utf-8") as f:
+    visit(ast.parse(f.read(), path), "top")
+  return found
+
+
+def layer_of(module):
+  """The index in LAYERS of a module (None: not placed)."""
+  best = None
+  for index, (_, prefixes) in enumerate(LAYERS):
+    for prefix in prefixes:
+      if module == prefix or module.startswith(prefix + "."):
+        if best is None or len(prefix) > best[1]:
+          best = (index, len(prefix))
+  return None if best is None else best[0]
+
+
+def import_graph():
+  """{module: [(imported, where, line)]} over albert_tf/."""
+  known = modules()
+  return {name: imports_of(name, path, known) for name, path in sorted(known.items())}
+
+
+def upward_imports(graph):
+  """[(importer, imported, where, line)] from a lower layer to a higher one."""
+  return [(name, target, where, line) for name, found in graph.items()
+          for target, where, line in found
+          if where != "main" and layer_of(target) > layer_of(name)]
+
+
+def circles(graph, kinds=("top",)):
+  """The import circles (strongly connected components of 2+ modules) among imports of the
+  given kinds."""
+  edges = {name: sorted({t for t, where, _ in found if where in kinds})
+           for name, found in graph.items()}
+  index, low, stack, on_stack, result = {}, {}, [], set(), []
+
+  def connect(node):  # Tarjan's algorithm (the graph is ~100 modules: recursion is fine)
+    index[node] = low[node] = len(index)
+    stack.append(node)
+    on_stack.add(node)
+    for target in edges.get(node, ()):
+      if target not in index:
+        connect(target)
+        low[node] = min(low[node], low[target])
+      elif target in on_stack:
+        low[node] = min(low[node], index[target])
+    if low[node] == index[node]:
+      component = []
+      while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        component.append(member)
+        if member == node:
+          break
+      if len(component) > 1:
+        result.append(sorted(component))
+
+  for node in edges:
+    if node not in index:
+      connect(node)
+  return sorted(result)
+
+
+def test_every_module_has_a_layer():
+  assert [name for name in modules() if layer_of(name) is None] == []
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+  upward = upward_imports(import_graph())
+  found = {(name, target) for name, target, _, _ in upward}
+  unexpected = [f"{name}:{line} imports {target} ({where}): {LAYERS[layer_of(name)][0]} -> "
+                f"{LAYERS[layer_of(target)][0]}" for name, target, where, line in upward
+                if (name, target) not in ALLOWED_UPWARD]
+  assert unexpected == []
+  # A fixed entry leaves the allow-list, so that it only shrinks.
+  assert sorted(ALLOWED_UPWARD - found) == []
+
+
+def test_no_import_circle_among_module_level_imports():
+  assert circles(import_graph()) == []
+
+
+def test_entry_points_only_hand_over_to_cli():
+  graph = import_graph()
+  main_imports = {name: [target for target, where, _ in found if where == "main"]
+                  for name, found in graph.items()}
+  assert sorted(name for name, targets in main_imports.items() if targets) == \
+      sorted(ENTRY_POINT_SHIMS)
+  for name, targets in main_imports.items():
+    for target in targets:
+      assert target == "albert_tf.console" or target.startswith("albert_tf.cli."), (name, target)
+
+
+def test_the_rule_catches_an_upward_import_and_a_circle(tmp_path):
+  # The checker itself: a models module importing pretrained is upward; two modules importing
+  # each other at module level are a circle.
+  (tmp_path / "a.py").write_text("from albert_tf import pretrained\n"
+                                 "def f():\n  from albert_tf.cli import flags\n")
+  known = {"albert_tf.pretrained": "", "albert_tf.cli.flags": "", "albert_tf.models.a": ""}
+  found = imports_of("albert_tf.models.a", str(tmp_path / "a.py"), known)
+  assert found == [("albert_tf.pretrained", "top", 1), ("albert_tf.cli.flags", "function", 3)]
+  graph = {"albert_tf.models.a": found, "albert_tf.pretrained": [], "albert_tf.cli.flags": []}
+  assert [(n, t) for n, t, _, _ in upward_imports(graph)] == [
+      ("albert_tf.models.a", "albert_tf.pretrained"), ("albert_tf.models.a", "albert_tf.cli.flags")]
+  assert circles({"x": [("y", "top", 1)], "y": [("x", "top", 1)]}) == [["x", "y"]]
+  assert circles({"x": [("y", "function", 1)], "y": [("x", "top", 1)]}) == []
+
+
+def main():
+  graph = import_graph()
+  inside = sum(1 for found in graph.values() for _, where, _ in found if where == "function")
+  upward = upward_imports(graph)
+  print(f"modules: {len(graph)}")
+  print(f"import circles (module-level imports): {len(circles(graph))} {circles(graph)}")
+  everything = circles(graph, ("top", "function", "main"))
+  print(f"import circles (all imports): {len(everything)} {[len(c) for c in everything]}")
+  for circle in everything:
+    print("  ", " ".join(circle))
+  print(f"upward imports: {len(upward)} (module-level "
+        f"{sum(1 for u in upward if u[2] == 'top')}, in functions "
+        f"{sum(1 for u in upward if u[2] == 'function')})")
+  for name, target, where, line in upward:
+    print(f"   {name}:{line} -> {target} ({where})")
+  print(f"imports of albert_tf modules inside functions: {inside}")
+  counts = collections.Counter(name for name, found in graph.items()
+                               for _, where, _ in found if where == "function")
+  print("  ", dict(counts.most_common()))
+
+
+if __name__ == "__main__":
+  sys.exit(main())

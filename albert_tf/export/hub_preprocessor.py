@@ -101,6 +101,9 @@ class _Tokenize(_Trackable):
 
   def __init__(self, tokenizer, special_tokens):
     super().__init__()
+    # Tracked here too: a model built on `hub.KerasLayer(preprocessor.tokenize)` alone must own
+    # the resource its saved functions capture (else tf.saved_model.save refuses the model).
+    self.sentencepiece = tokenizer._sp_op  # pylint: disable=protected-access
     self.__call__ = tf.function(lambda sentences: tokenizer.tokenize(sentences),  # pylint: disable=unnecessary-lambda
                                 input_signature=[_STRINGS], autograph=False)
     self.get_special_tokens_dict = tf.function(

@@ -14,8 +14,11 @@ Every command must match exactly one rule of RULES (a regular expression on the 
 README command the harness cannot classify FAILS `test_readme_command`, so the README cannot
 outgrow the harness silently; a rule that matches nothing fails `test_every_rule_is_used`.
 A command that uses the output of another (the second `convert`, `from_pretrained` on the
-fine-tuned MNLI run, `query_savedmodel` on its export) names it in `after`: that one runs first,
-once per session, whatever tests are selected.
+fine-tuned MNLI run, `query_savedmodel` on its export), or writes or reads a path another one
+writes, names it in `after`: that one runs first, once per session, whatever tests are selected.
+The selected commands run in the background on WORKERS threads (2), independent ones side by
+side, and each test waits for its own; a command whose `after` command failed is not run (its
+test names the failed one).
 
 Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2, vocab 1000):
 
@@ -65,6 +68,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from typing import Mapping, Optional, Sequence
 
@@ -90,7 +94,10 @@ TINY_FLAGS = {
 PYTHON_REWRITES = {"1374": "137"}
 
 ENV = {"GLUE_DIR": "glue_data"}  # the README's $GLUE_DIR, relative to the stand-in directory
-TIMEOUT = 600
+TIMEOUT = 600  # seconds per command
+# Commands run on this many threads (independent ones side by side; `after` orders the rest): the
+# work is mostly single-threaded (imports, tracing, small ops), so 2 fill the 2-core CI machine.
+WORKERS = int(os.environ.get("ALBERT_TF_README_WORKERS", "2"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +137,7 @@ RULES = [
     Rule("convert_tf1_to_hf", r"convert .*--output_checkpoint=albert_base_hf .*--output_format=hf",
          produces=["albert_base_hf/config.json", "albert_base_hf/model.safetensors"]),
     Rule("convert_hf_to_tf1", r"convert .*--input_checkpoint=albert_base_hf(\s|$)",
-         after=["convert_tf1_to_hf"],
+         after=["convert_tf1_to_hf", "convert_tf2_to_tf1"],  # the latter writes the same path
          produces=["albert_base_tf1/model.ckpt.index", "albert_base_tf1/albert_config.json"]),
     Rule("create_pretraining_data", r"^python create_pretraining_data\.py ",
          produces=["data/train.tfrecord"]),
@@ -161,6 +168,7 @@ RULES = [
          contents={"out/race/eval_results.txt": [r"^eval_accuracy = ", r"^middle_accuracy = ",
                                                  r"^high_accuracy = "]}),
     Rule("custom", r"^python run_classifier\.py --task_name=custom .*--output_dir=out/mine(\s|$)",
+         after=["create_pretraining_data"],  # README order: data/ holds train.tfrecord then
          produces=[p.format("out/mine") for p in GLUE_RUN + (
              "{}/predictions.tsv", "{}/test_results.tsv", "{}/label_list.json")] +
          [p.format("out/mine_export") for p in EXPORT],
@@ -228,22 +236,91 @@ def _env():
   return env
 
 
+def rule_of(command):
+  """The one rule of a command, or None (none or several: its own test fails)."""
+  matches = [r for r in RULES if re.search(r.pattern, command.text, re.S)]
+  return matches[0] if len(matches) == 1 else None
+
+
+def dependencies(command):
+  rule = rule_of(command)
+  return [dep for name in (rule.after if rule else ()) for dep in commands_of(name)]
+
+
 class Runner:
-  """Runs README commands in the shared stand-in directory, each at most once per session."""
+  """Runs README commands in the shared stand-in directory, each once per session.
+
+  `start` runs the selected commands (and what they need) in the background on WORKERS threads,
+  README order, each command only after its `after` commands have finished; a test then waits
+  for its command's result. A command whose dependency failed is not run.
+  """
 
   def __init__(self, root):
     self.root = root
-    self.results = {}  # test_id -> (CompletedProcess, seconds)
+    self.results = {}  # test_id -> (CompletedProcess or None, seconds, error or None)
+    self._cond = threading.Condition()
+    self._pending = []  # scheduled, not started (README order)
+    self._running = set()
+
+  def start(self, commands, workers):
+    wanted = set()
+
+    def add(command):
+      rule = rule_of(command)
+      if command.test_id in wanted or rule is None or rule.marked:
+        return
+      wanted.add(command.test_id)
+      for dep in dependencies(command):
+        add(dep)
+
+    for command in commands:
+      add(command)
+    with self._cond:
+      self._pending = [c for c in COMMANDS if c.test_id in wanted]
+    for _ in range(workers):
+      threading.Thread(target=self._work, daemon=True).start()
+
+  def _work(self):
+    while True:
+      with self._cond:
+        while True:
+          if not self._pending:
+            return
+          ready = [c for c in self._pending
+                   if all(d.test_id in self.results for d in dependencies(c))]
+          if ready:
+            command = ready[0]
+            self._pending.remove(command)
+            self._running.add(command.test_id)
+            break
+          self._cond.wait()
+      result = self._execute(command)
+      with self._cond:
+        self.results[command.test_id] = result
+        self._running.discard(command.test_id)
+        self._cond.notify_all()
 
   def run(self, command):
-    if command.test_id in self.results:
+    """(CompletedProcess or None, seconds, error or None) of the command, run once."""
+    with self._cond:
+      while command.test_id not in self.results and (
+          command in self._pending or command.test_id in self._running):
+        self._cond.wait()
+      if command.test_id in self.results:
+        return self.results[command.test_id]
+    for dep in dependencies(command):
+      self.run(dep)
+    result = self._execute(command)
+    with self._cond:
+      self.results.setdefault(command.test_id, result)
       return self.results[command.test_id]
-    rule = classify(command)
-    for name in rule.after:
-      for dep in commands_of(name):
-        proc, _ = self.run(dep)
-        assert proc.returncode == 0, (f"{command.test_id} needs {dep.test_id} (README line "
-                                      f"{dep.line}), which failed: exit {proc.returncode}")
+
+  def _execute(self, command):
+    for dep in dependencies(command):
+      proc, _, error = self.results[dep.test_id]
+      if error or proc.returncode != 0:
+        return None, 0.0, (f"needs {dep.test_id} (README line {dep.line}), which failed: "
+                           f"{error or f'exit {proc.returncode}'}")
     text = tiny(command)
     if command.language == "python":
       script = self.root / f"snippet_{command.test_id}.py"
@@ -252,17 +329,26 @@ class Runner:
     else:
       argv = ["bash", "-c", text]
     start = time.monotonic()
-    proc = subprocess.run(argv, cwd=str(self.root), env=_env(), capture_output=True, text=True,
-                          timeout=TIMEOUT, check=False)
-    self.results[command.test_id] = (proc, time.monotonic() - start)
-    return self.results[command.test_id]
+    try:
+      proc = subprocess.run(argv, cwd=str(self.root), env=_env(), capture_output=True,
+                            text=True, timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+      return None, time.monotonic() - start, f"still running after {TIMEOUT} s"
+    return proc, time.monotonic() - start, None
 
 
 @pytest.fixture(scope="session")
-def readme_runner(tmp_path_factory):
+def readme_runner(tmp_path_factory, request):
   root = tmp_path_factory.mktemp("readme")
   readme.build_stand_ins(root)
-  return Runner(root)
+  runner = Runner(root)
+  selected = [item.callspec.params["command"] for item in request.session.items
+              if getattr(item, "module", None) is sys.modules[__name__] and hasattr(item, "callspec")
+              and "command" in item.callspec.params]
+  if any(item.name.startswith("test_tpu_flags") for item in request.session.items):
+    selected += commands_of("create_pretraining_data")
+  runner.start(selected, WORKERS)
+  return runner
 
 
 def _describe(command, text, proc):
@@ -276,8 +362,9 @@ def test_readme_command(command, readme_runner):
   rule = classify(command)
   if rule.marked:
     pytest.skip(f"not run: {rule.marked}")
-  proc, seconds = readme_runner.run(command)
+  proc, seconds, error = readme_runner.run(command)
   print(f"{command.test_id}: {seconds:.1f} s")
+  assert not error, f"README.md line {command.line} ({command.test_id}): {error}"
   assert proc.returncode == 0, _describe(command, tiny(command), proc)
   assert "Traceback" not in proc.stderr, _describe(command, tiny(command), proc)
   root = readme_runner.root

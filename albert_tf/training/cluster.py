@@ -165,7 +165,7 @@ def wait_for_peers(tf_config, wait_seconds=DEFAULT_WAIT_S, report=None, clock=ti
   mine = [address for job, i, address in everyone if (job, i) == me]
   peers = [(job, i, address) for job, i, address in everyone if (job, i) != me]
   start = clock()
-  if not peers:
+  if not peers or me[0] not in _COLLECTIVE_JOBS:  # an evaluator joins no collective
     return wait_seconds
   server = _listen(mine[0], f"{me[0]} {me[1]} ({mine[0]})") if mine else None
   missing = {}  # (job, index, address) -> why it did not answer

@@ -331,3 +331,35 @@ def test_worker_lost_mid_run_sigkill_sigstop_then_resume(tiny_run_inputs, tmp_pa
   assert (out / f"ckpt-{STEPS}.index").exists()
   print(f"\nmeasured: peer lost -> survivor's exit: SIGKILL {kill_s:.1f} s, "
         f"SIGSTOP {stop_s:.1f} s")
+
+
+def test_peer_lost_names_the_task_from_tensorflows_messages():
+  """The lost task is read from the two forms of TensorFlow's error seen in the tests above;
+  other errors are left alone."""
+  from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
+  config = {"cluster": {"worker": ["h0:1", "h1:2", "h2:3"]}, "task": {"type": "worker",
+                                                                      "index": 0}}
+
+  class UnavailableError(Exception):
+    pass
+
+  heartbeats = UnavailableError(
+      "Collective ops is aborted by: Error reported from /job:worker/task:0: The following "
+      "tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:2\nThe "
+      "tasks have crashed.")
+  line = str(cluster.peer_lost(heartbeats, config, "out/ckpt-20"))
+  assert line == ("lost worker 2 (h2:3): it stopped sending heartbeats; the newest intact "
+                  "checkpoint is out/ckpt-20: run the same command on every worker to resume "
+                  "(exit status 42)")
+  reset = UnavailableError(
+      "Graph execution error:\n\nCollective ops is aborted by: recvmsg:Connection reset by "
+      "peer\nAdditional GRPC error information from remote target /job:worker/replica:0/task:1 "
+      "while calling /tensorflow.WorkerService/RecvBuf")
+  wrapped = RuntimeError("outer")
+  wrapped.__cause__ = reset
+  line = str(cluster.peer_lost(wrapped, config, None))
+  assert line.startswith("lost worker 1 (h1:2): it stopped answering (Connection reset by "
+                         "peer); no checkpoint was saved yet: "), line
+  assert cluster.peer_lost(ValueError("Connection reset"), config, None) is None
+  assert cluster.peer_lost(UnavailableError("a file system is unavailable"), config,
+                           None) is None

@@ -60,7 +60,8 @@ Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (C
 the tests), `make test` (this suite), TF Serving and curl (no `tensorflow_model_server` binary on
 a test machine; `query_savedmodel` in the same block queries the export instead), the two-machine
 TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags).
-The README's TPU flags are checked to fail with one line on a machine without a TPU.
+Checked instead to fail with their one line: the README's TPU flags on a machine without a TPU,
+and the README's TF_CONFIG with its pretraining command when host1 never answers.
 """
 
 import dataclasses
@@ -345,7 +346,8 @@ def readme_runner(tmp_path_factory, request):
   selected = [item.callspec.params["command"] for item in request.session.items
               if getattr(item, "module", None) is sys.modules[__name__] and hasattr(item, "callspec")
               and "command" in item.callspec.params]
-  if any(item.name.startswith("test_tpu_flags") for item in request.session.items):
+  if any(item.name.startswith(("test_tpu_flags", "test_cluster_without"))
+         for item in request.session.items):
     selected += commands_of("create_pretraining_data")
   runner.start(selected, WORKERS)
   return runner
@@ -401,3 +403,20 @@ def test_tpu_flags_without_a_tpu_are_one_line(readme_runner):
   lines = proc.stderr.strip().splitlines()
   assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
   assert lines[-1].startswith("error: --tpu_name=my-tpu: "), proc.stderr[-3000:]
+
+
+def test_cluster_without_its_peers_is_one_line(readme_runner):
+  """The README's TF_CONFIG (worker 0 of host0/host1) with the README's pretraining command: no
+  host1 answers, so after --worker_wait_seconds it gives up with one line, exit 2."""
+  export, = commands_of("tf_config")
+  pretraining, = commands_of("run_pretraining")
+  for dep in commands_of("create_pretraining_data"):
+    readme_runner.run(dep)
+  command = re.sub(r"--output_dir=\S+", "--output_dir=pretrain_cluster", tiny(pretraining))
+  text = f"{export.text}\n{command} --worker_wait_seconds=3"
+  proc = subprocess.run(["bash", "-c", text], cwd=str(readme_runner.root), env=_env(),
+                        capture_output=True, text=True, timeout=120, check=False)
+  lines = proc.stderr.strip().splitlines()
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+  assert lines[-1].startswith("error: gave up after 3 s waiting for worker 1 at host1:12345"), (
+      proc.stderr[-3000:])

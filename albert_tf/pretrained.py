@@ -33,6 +33,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from albert_tf import kinds
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
@@ -51,7 +52,7 @@ class PretrainedAlbert:
       AlbertSquadModel), every weight loaded.
     config: its AlbertConfig.
     tokenizer: the FullTokenizer of its vocabulary, or None when none was found or given.
-    model_type: one of model_source.MODEL_TYPES.
+    model_type: one of albert_tf.kinds.KINDS.
     label_list: the class names of a classifier (None otherwise).
     source: the path loaded.
   """
@@ -105,7 +106,7 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   Args:
     path: an official tarball directory, a TF1 or TF2 checkpoint (prefix or directory), an HF
       transformers directory or a TF-Hub module directory.
-    model_type: one of model_source.MODEL_TYPES, when the weights cannot tell (a one-row
+    model_type: one of albert_tf.kinds.KINDS, when the weights cannot tell (a one-row
       head).
     task_name: a GLUE task name: its label list names the classes.
     label_list: the class names (wins over task_name and an HF id2label).
@@ -116,10 +117,9 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   Raises:
     AlbertError: nothing loadable at path; a weight of the model missing; an unknown type.
   """
-  from albert_tf.checkpoints.model_source import MODEL_TYPES  # pylint: disable=g-import-not-at-top
   path = os.fspath(path)
-  if model_type is not None and model_type not in MODEL_TYPES:
-    raise AlbertError(f"model_type={model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+  if model_type is not None and model_type not in kinds.KINDS:
+    raise AlbertError(f"model_type={model_type!r}: expected one of {', '.join(kinds.KINDS)}")
   if task_name and label_list is None:
     label_list = _task_labels(task_name)
   return _load_pretrained(path, None, model_type, label_list, albert_config_file,
@@ -252,16 +252,10 @@ def _classifier_features(tokenizer, texts_a, texts_b, max_seq_length):
           for name in ("input_ids", "input_mask", "segment_ids")}
 
 
-_CLASS_TYPES = {"AlbertPretrainer": ("pretrainer",),
-                "AlbertClassifier": ("classifier", "regression"),
-                "AlbertMultipleChoice": ("multiple_choice",),
-                "AlbertSquadModel": ("squad_v1", "squad_v2")}
-
-
 def model_from_pretrained(model_class, path, model_type=None, task_name=None, label_list=None,
                           albert_config_file=None, spm_model_file=None, do_lower_case=None):
   """`<ModelClass>.from_pretrained(path)`: the model at `path`, which must be of that class."""
-  allowed = _CLASS_TYPES[model_class.__name__]
+  allowed = model_class.KINDS  # the kinds the class declares (albert_tf/kinds.py)
   if model_type is not None and model_type not in allowed:
     raise AlbertError(f"model_type={model_type!r} is not an {model_class.__name__} (expected "
                       f"one of {', '.join(allowed)})")
@@ -269,13 +263,3 @@ def model_from_pretrained(model_class, path, model_type=None, task_name=None, la
     label_list = _task_labels(task_name)
   return _load_pretrained(os.fspath(path), allowed, model_type, label_list, albert_config_file,
                           spm_model_file, do_lower_case).model
-
-
-class LoadableFromPretrained:
-  """Gives a model class `from_pretrained(path, **kwargs)` (see `from_pretrained`)."""
-
-  @classmethod
-  def from_pretrained(cls, path, **kwargs):
-    """The model stored at `path`, in any form `albert_tf.from_pretrained` reads; it must be
-    of this class."""
-    return model_from_pretrained(cls, path, **kwargs)

@@ -28,7 +28,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import fileio, kinds
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.config import AlbertConfig
@@ -66,7 +66,7 @@ TIED = {
 # Buffers older transformers versions stored beside the weights; not model weights.
 BUFFER_SUFFIXES = (".position_ids", ".token_type_ids")
 
-# config.json `architectures` -> the model type (model_source.MODEL_TYPES) holding that model.
+# config.json `architectures` -> the model type (albert_tf.kinds.KINDS) holding that model.
 ARCHITECTURE_TYPES = {
     "AlbertModel": "encoder",
     "AlbertForPreTraining": "pretrainer",
@@ -454,22 +454,20 @@ def _fit_head(model, path, hf_config, tensors, label_list, strict):
   The same `classifier` tensors are a sequence classifier in one architecture and a
   multiple-choice scorer in the other: a directory of the other kind keeps its head to itself.
   """
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
-  kind = model_source.model_type_of(model)
+  kind = kinds.kind_of(model)
   theirs, ours = _architecture(hf_config), _TYPE_ARCHITECTURES[kind]
   if theirs in _HEAD_ARCHITECTURES and ours in _HEAD_ARCHITECTURES and theirs != ours:
     return tensors, {n for n in tensors if n.startswith(official_names.HF_CLASSIFIER + ".")}
-  if kind in model_source.CLASSIFIER_TYPES:
+  if kind in kinds.CLASSIFIER_KINDS:
     tensors = _fit_classifier_head(model, path, hf_config, tensors, label_list, strict)
   return tensors, set()
 
 
 def _require_head(model, path, hf_config, missing):
   """Refuses a directory without this model's head (evaluating a random head is no result)."""
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
   heads = [name for name in missing if not name.startswith(official_names.ENCODER_SCOPE)]
   if heads:
-    ours = _TYPE_ARCHITECTURES[model_source.model_type_of(model)]
+    ours = _TYPE_ARCHITECTURES[kinds.kind_of(model)]
     theirs = _architecture(hf_config) or "ALBERT"
     raise AlbertError(f"{path}: an HF {theirs} directory has no {ours} head for this "
                       f"{type(model).__name__} (lacks {heads[0]}); fine-tune it first "
@@ -529,8 +527,7 @@ def _checked_tied_copies(tensors, weights_where):
 def _unread_pooler(model, missing, path):
   """The pooler names among `missing` that this model never reads (SQuAD: HF's
   AlbertForQuestionAnswering has no pooler); they stay at their initial values."""
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
-  if model_source.model_type_of(model) not in _POOLER_UNREAD:
+  if kinds.kind_of(model) not in _POOLER_UNREAD:
     return set()
   pooler = {n for n in missing if n.startswith("bert/pooler/")}
   if pooler:
@@ -595,11 +592,10 @@ def hf_head_config(model, label_list=None):
   Raises:
     AlbertError: label_list is not one distinct name per class.
   """
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
-  kind = model_source.model_type_of(model)
+  kind = kinds.kind_of(model)
   if kind == "multiple_choice":
     return {"classifier_dropout_prob": model.dropout_rate}
-  if kind not in model_source.CLASSIFIER_TYPES:
+  if kind not in kinds.CLASSIFIER_KINDS:
     return {}
   count = model.num_classes
   names = [str(label) for label in label_list] if label_list and kind != REGRESSION else [
@@ -637,13 +633,12 @@ def save_hf_checkpoint(model, directory, label_list=None):
       does not name the classes. Nothing is written then.
   """
   from safetensors import numpy as st_numpy  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
   directory = os.fspath(directory)
   encoder = official_names.encoder_of(model)
   config = encoder.config
   check_sharing(config, directory)
   check_group_rule(config, directory)
-  architecture = _TYPE_ARCHITECTURES[model_source.model_type_of(model)]
+  architecture = _TYPE_ARCHITECTURES[kinds.kind_of(model)]
   hf_config = dict(hf_config_dict(config, [architecture]), **hf_head_config(model, label_list))
   tensors, skipped = {}, []
   for name, variable, hf_name, transpose in sorted(official_names.official_variables(model),

@@ -10,6 +10,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from albert_tf import kinds
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
@@ -66,13 +67,11 @@ def _is_hf_directory(path):
 
 
 # ------------------------------------------------------------------------ the model's type
-# The models a checkpoint can hold, named by their task head (the converter's --model_type,
-# from_pretrained's model_type). A one-row GLUE-style head is a regression classifier (STS-B) or
-# a multiple-choice scorer (RACE): the official TF1 names cannot tell them apart.
-MODEL_TYPES = ("encoder", "pretrainer", "classifier", "regression", "multiple_choice",
-               "squad_v1", "squad_v2")
-CLASSIFIER_TYPES = ("classifier", "regression")
-SQUAD_TYPES = ("squad_v1", "squad_v2")
+# The models a checkpoint can hold (the converter's --model_type, from_pretrained's
+# model_type): the kinds of albert_tf/kinds.py, under their older names here.
+MODEL_TYPES = kinds.KINDS
+CLASSIFIER_TYPES = kinds.CLASSIFIER_KINDS
+SQUAD_TYPES = kinds.SQUAD_KINDS
 
 # (a part of a variable name, the model type), first match wins: official TF1 names, then our
 # TF2 object paths. The unscoped official GLUE / RACE `output_weights` is handled apart.
@@ -86,17 +85,7 @@ _HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTE
               "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
 
 
-def model_type_of(model):
-  """The MODEL_TYPES entry of a built model (an AlbertEncoder or a model holding one)."""
-  if getattr(model, "masked_lm_head", None) is not None:
-    return "pretrainer"
-  if getattr(model, "classifier_head", None) is not None:
-    return "regression" if model.is_regression else "classifier"
-  if getattr(model, "choice_head", None) is not None:
-    return "multiple_choice"
-  if getattr(model, "squad_head", None) is not None:
-    return "squad_v2" if model.version_2_with_negative else "squad_v1"
-  return "encoder"
+model_type_of = kinds.kind_of  # the MODEL_TYPES entry of a built model
 
 
 def checkpoint_model_type(path, model_type=None):
@@ -135,24 +124,9 @@ def checkpoint_model_type(path, model_type=None):
 
 def build_model(model_type, config, num_labels=None, dropout_rate=0.1):
   """A fresh model of `model_type` (MODEL_TYPES); classifiers need num_labels (1: regression)."""
+  # The models import TensorFlow: this module stays importable without it (cli/convert.py
+  # reads MODEL_TYPES before TensorFlow's logging is quieted).
   from albert_tf import models  # pylint: disable=g-import-not-at-top
-  from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
-  from albert_tf.networks.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
-  if model_type == "encoder":
-    return AlbertEncoder(config)
-  if model_type == "pretrainer":
-    return AlbertPretrainer(config)
-  if model_type in CLASSIFIER_TYPES:
-    regression = model_type == "regression"
-    if not regression and (num_labels or 0) < 2:
-      raise AlbertError(f"a classifier needs 2 or more classes, got {num_labels} (a one-class "
-                        "head is a regression: --model_type=regression)")
-    return models.AlbertClassifier(config, num_classes=1 if regression else num_labels,
-                                   is_regression=regression, dropout_rate=dropout_rate)
-  if model_type == "multiple_choice":
-    return models.AlbertMultipleChoice(config, dropout_rate=dropout_rate)
-  if model_type in SQUAD_TYPES:
-    return models.AlbertSquadModel(config, version_2_with_negative=model_type == "squad_v2",
-                                   dropout_rate=dropout_rate)
-  raise AlbertError(f"model type {model_type!r} is invalid: expected one of "
-                    f"{', '.join(MODEL_TYPES)}")
+  if model_type in (kinds.ENCODER, kinds.PRETRAINER):  # no dropout of their own
+    return models.build(model_type, config)
+  return models.build(model_type, config, num_labels, dropout_rate=dropout_rate)

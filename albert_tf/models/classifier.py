@@ -3,14 +3,14 @@
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.config import AlbertConfig
+from albert_tf import kinds
+from albert_tf.errors import AlbertError
 from albert_tf.heads.classification import ClassificationHead
-from albert_tf.networks.encoder import AlbertEncoder
-from albert_tf.pretrained import LoadableFromPretrained
+from albert_tf.models.base import AlbertModel
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(LoadableFromPretrained, tf_keras.Model):
+class AlbertClassifier(AlbertModel):
   """Sentence (pair) classification / regression on the pooled output.
 
   Inputs: dict of int [batch, seq_len] input_ids, input_mask, segment_ids.
@@ -20,18 +20,17 @@ class AlbertClassifier(LoadableFromPretrained, tf_keras.Model):
       is_regression=True) the raw score, as the official `probabilities` output.
   """
 
+  KINDS = (kinds.CLASSIFIER, kinds.REGRESSION)
+
   def __init__(self, config, num_classes, is_regression=False, dropout_rate=0.1, **kwargs):
     kwargs.setdefault("name", "albert_classifier")
-    super().__init__(**kwargs)
-    if isinstance(config, dict):
-      config = AlbertConfig.from_dict(config)
     if is_regression and num_classes != 1:
       raise ValueError(f"regression needs num_classes=1, got {num_classes}")
-    self.config = config
+    super().__init__(config, **kwargs)
+    config = self.config
     self.num_classes = num_classes
     self.is_regression = is_regression
     self.dropout_rate = dropout_rate
-    self.encoder = AlbertEncoder(config, name="encoder")
     self.classifier_head = ClassificationHead(
         config.hidden_size, num_classes, dropout_rate=dropout_rate,
         initializer_range=config.initializer_range, name="classifier")
@@ -46,12 +45,19 @@ class AlbertClassifier(LoadableFromPretrained, tf_keras.Model):
     probabilities = logits if self.is_regression else tf.nn.softmax(logits, axis=-1)
     return {"logits": logits, "probabilities": probabilities}
 
-  def get_config(self):
-    return {"config": self.config.to_dict(), "num_classes": self.num_classes,
-            "is_regression": self.is_regression, "dropout_rate": self.dropout_rate,
-            "name": self.name}
+  @property
+  def kind(self):
+    return kinds.REGRESSION if self.is_regression else kinds.CLASSIFIER
 
   @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+  def kind_args(cls, kind, num_labels=None):
+    if kind == kinds.REGRESSION:
+      return {"num_classes": 1, "is_regression": True}
+    if (num_labels or 0) < 2:
+      raise AlbertError(f"a classifier needs 2 or more classes, got {num_labels} (a one-class "
+                        "head is a regression: --model_type=regression)")
+    return {"num_classes": num_labels, "is_regression": False}
+
+  def head_config(self):
+    return {"num_classes": self.num_classes, "is_regression": self.is_regression,
+            "dropout_rate": self.dropout_rate}

@@ -3,29 +3,27 @@
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.config import AlbertConfig
+from albert_tf import kinds
 from albert_tf.heads.multiple_choice import MultipleChoiceHead
-from albert_tf.networks.encoder import AlbertEncoder
-from albert_tf.pretrained import LoadableFromPretrained
+from albert_tf.models.base import AlbertModel
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(LoadableFromPretrained, tf_keras.Model):
+class AlbertMultipleChoice(AlbertModel):
   """Multiple choice as in the official run_race: one encoder pass per choice, softmax over them.
 
   Inputs: dict of int [batch, num_choices, seq_len] input_ids, input_mask, segment_ids.
   Outputs: dict of float32 logits [batch, num_choices] and probabilities (softmax of logits).
   """
 
+  KINDS = (kinds.MULTIPLE_CHOICE,)
+
   def __init__(self, config, num_choices=4, dropout_rate=0.1, **kwargs):
     kwargs.setdefault("name", "albert_multiple_choice")
-    super().__init__(**kwargs)
-    if isinstance(config, dict):
-      config = AlbertConfig.from_dict(config)
-    self.config = config
+    super().__init__(config, **kwargs)
+    config = self.config
     self.num_choices = num_choices
     self.dropout_rate = dropout_rate
-    self.encoder = AlbertEncoder(config, name="encoder")
     self.choice_head = MultipleChoiceHead(
         config.hidden_size, num_choices=num_choices, dropout_rate=dropout_rate,
         initializer_range=config.initializer_range, name="multiple_choice")
@@ -44,11 +42,5 @@ class AlbertMultipleChoice(LoadableFromPretrained, tf_keras.Model):
     logits = self.choice_head(encoder_outputs["pooled_output"], training=training)
     return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 
-  def get_config(self):
-    return {"config": self.config.to_dict(), "num_choices": self.num_choices,
-            "dropout_rate": self.dropout_rate, "name": self.name}
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+  def head_config(self):
+    return {"num_choices": self.num_choices, "dropout_rate": self.dropout_rate}

@@ -2,15 +2,15 @@
 
 import tf_keras
 
+from albert_tf import kinds
 from albert_tf.config import AlbertConfig
 from albert_tf.heads.masked_lm import MaskedLMHead
 from albert_tf.heads.sentence_order import SentenceOrderHead
-from albert_tf.networks.encoder import AlbertEncoder
-from albert_tf.pretrained import LoadableFromPretrained
+from albert_tf.models.base import AlbertModel
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(LoadableFromPretrained, tf_keras.Model):
+class AlbertPretrainer(AlbertModel):
   """The official pretraining model: `bert/` + `cls/predictions` + `cls/seq_relationship`.
 
   Inputs: dict of int [batch, seq_len] input_ids, input_mask, segment_ids, and optionally
@@ -20,13 +20,12 @@ class AlbertPretrainer(LoadableFromPretrained, tf_keras.Model):
     sop_logits float32 [batch, 2].
   """
 
+  KINDS = (kinds.PRETRAINER,)
+
   def __init__(self, config, **kwargs):
     kwargs.setdefault("name", "albert_pretrainer")
-    super().__init__(**kwargs)
-    if isinstance(config, dict):
-      config = AlbertConfig.from_dict(config)
-    self.config = config
-    self.encoder = AlbertEncoder(config, name="encoder")
+    super().__init__(config, **kwargs)
+    config = self.config
     self.masked_lm_head = MaskedLMHead(
         vocab_size=config.vocab_size, embedding_size=config.embedding_size,
         hidden_size=config.hidden_size, hidden_act=config.hidden_act,
@@ -46,9 +45,7 @@ class AlbertPretrainer(LoadableFromPretrained, tf_keras.Model):
     outputs["sop_logits"] = self.sentence_order_head(outputs["pooled_output"])
     return outputs
 
-  def get_config(self):
-    return {"config": self.config.to_dict(), "name": self.name}
-
   @classmethod
   def from_config(cls, config, custom_objects=None):
+    # Reads only config and name (an older config may carry other keys).
     return cls(AlbertConfig.from_dict(config["config"]), name=config.get("name"))

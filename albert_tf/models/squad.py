@@ -2,16 +2,15 @@
 
 import tf_keras
 
-from albert_tf.config import AlbertConfig
+from albert_tf import kinds
 from albert_tf.heads.squad import SquadSpanHead, SquadV2Head
-from albert_tf.networks.encoder import AlbertEncoder
-from albert_tf.pretrained import LoadableFromPretrained
+from albert_tf.models.base import AlbertModel
 
 _ENCODER_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertSquadModel(LoadableFromPretrained, tf_keras.Model):
+class AlbertSquadModel(AlbertModel):
   """Extractive question answering on the encoder's sequence output.
 
   Inputs: dict of int32 [batch, seq_len] input_ids, input_mask, segment_ids; for v2.0 also p_mask
@@ -25,18 +24,17 @@ class AlbertSquadModel(LoadableFromPretrained, tf_keras.Model):
       end_top_log_probs, end_top_index [batch, start_n_top * end_n_top], cls_logits [batch].
   """
 
+  KINDS = (kinds.SQUAD_V1, kinds.SQUAD_V2)
+
   def __init__(self, config, version_2_with_negative=False, start_n_top=5, end_n_top=5,
                dropout_rate=0.1, **kwargs):
     kwargs.setdefault("name", "albert_squad")
-    super().__init__(**kwargs)
-    if isinstance(config, dict):
-      config = AlbertConfig.from_dict(config)
-    self.config = config
+    super().__init__(config, **kwargs)
+    config = self.config
     self.version_2_with_negative = bool(version_2_with_negative)
     self.start_n_top = start_n_top
     self.end_n_top = end_n_top
     self.dropout_rate = dropout_rate
-    self.encoder = AlbertEncoder(config, name="encoder")
     if self.version_2_with_negative:
       self.squad_head = SquadV2Head(
           config.hidden_size, start_n_top=start_n_top, end_n_top=end_n_top,
@@ -55,14 +53,16 @@ class AlbertSquadModel(LoadableFromPretrained, tf_keras.Model):
     return self.squad_head(sequence_output, inputs["p_mask"],
                            start_positions=inputs.get("start_positions"), training=training)
 
-  def get_config(self):
-    return {"config": self.config.to_dict(),
-            "version_2_with_negative": self.version_2_with_negative,
-            "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
-            "dropout_rate": self.dropout_rate, "name": self.name}
+  @property
+  def kind(self):
+    return kinds.SQUAD_V2 if self.version_2_with_negative else kinds.SQUAD_V1
 
   @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+  def kind_args(cls, kind, num_labels=None):
+    return {"version_2_with_negative": kind == kinds.SQUAD_V2}
+
+  def head_config(self):
+    return {"version_2_with_negative": self.version_2_with_negative,
+            "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
+            "dropout_rate": self.dropout_rate}
 

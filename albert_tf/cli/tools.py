@@ -51,7 +51,8 @@ def _make_pair_task():
 def _query_savedmodel_flags():
   flags.DEFINE_string("export_dir", None, "SavedModel directory written by --export_dir.")
   flags.DEFINE_multi_string("text_a", [], "First sentence(s).")
-  flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a.")
+  flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a (sentence-pair "
+                            "models; none for a single-sentence export).")
   flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, "
                       "text_b).")
   flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send.")
@@ -63,15 +64,22 @@ def _query_savedmodel():
   if FLAGS.pair_file:
     rows = query_savedmodel.read_pairs(FLAGS.pair_file, FLAGS.num_pairs)
   else:
-    if not FLAGS.text_a or len(FLAGS.text_a) != len(FLAGS.text_b):
-      raise AlbertError("give --pair_file, or as many --text_b as --text_a")
-    rows = [(None, a, b) for a, b in zip(FLAGS.text_a, FLAGS.text_b)]
+    if not FLAGS.text_a:
+      raise AlbertError("give --text_a (and --text_b for a sentence-pair model) or --pair_file")
+    texts_b = list(FLAGS.text_b)
+    if any(texts_b) and len(texts_b) != len(FLAGS.text_a):
+      raise AlbertError(f"{len(FLAGS.text_a)} --text_a but {len(texts_b)} --text_b: give one "
+                        f"--text_b per --text_a, or none for a single-sentence model")
+    if not any(texts_b):
+      texts_b = [""] * len(FLAGS.text_a)  # single sentences (a pair model reads "" as no text_b)
+    rows = [(None, a, b) for a, b in zip(FLAGS.text_a, texts_b)]
   outputs = query_savedmodel.query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
   for i, (gold, a, b) in enumerate(rows):
     label = outputs["label"][i].decode()
     probability = outputs["probabilities"][i].max()
     gold_text = f"  (gold {gold})" if gold is not None else ""
-    print(f"A: {a[:90]}\nB: {b[:90]}\n-> label {label} with p={probability:.2f}{gold_text}\n")
+    second = f"B: {b[:90]}\n" if b else ""
+    print(f"A: {a[:90]}\n{second}-> label {label} with p={probability:.2f}{gold_text}\n")
 
 
 # -------------------------------------------------------------------------------- train_spm

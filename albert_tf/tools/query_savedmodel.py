@@ -2,6 +2,7 @@
 
   python -m albert_tf.tools.query_savedmodel --export_dir=export \
       --text_a="The cat sat." --text_b="It was tired."
+  python -m albert_tf.tools.query_savedmodel --export_dir=cola_export --text_a="The cat sat."
   python -m albert_tf.tools.query_savedmodel --export_dir=export --pair_file=glue/MRPC/dev.tsv
 
 Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph SentencePiece ops)
@@ -38,6 +39,10 @@ def read_pairs(path, limit):
 def query(export_dir, texts_a, texts_b):
   """Calls serving_default; returns its outputs as numpy arrays.
 
+  texts_b: the second sentences (one per text_a) of a pair model; None or empty for a
+    single-sentence export (CoLA, SST-2, a text-only custom task), whose signature takes text_a
+    only.
+
   export_dir: a SavedModel, or a TF Serving base path (its newest version is queried).
   """
   from albert_tf.export.saved_model_writer import latest_export  # pylint: disable=g-import-not-at-top
@@ -51,7 +56,19 @@ def query(export_dir, texts_a, texts_b):
   except (OSError, IOError) as e:
     raise AlbertError(f"{export_dir}: cannot load SavedModel ({e})") from None
   serve = loaded.signatures["serving_default"]
-  outputs = serve(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  takes = set(serve.structured_input_signature[1])
+  if "text_a" not in takes:
+    raise AlbertError(f"{export_dir}: serving_default takes {', '.join(sorted(takes))}, not "
+                      f"text_a/text_b (not a sentence classifier export)")
+  inputs = {"text_a": tf.constant(list(texts_a))}
+  texts_b = list(texts_b) if texts_b else []
+  if "text_b" in takes:
+    # A pair model given one sentence: an empty text_b, as the official conversion reads it.
+    inputs["text_b"] = tf.constant(texts_b or [""] * len(texts_a))
+  elif any(texts_b):
+    raise AlbertError(f"{export_dir}: a single-sentence classifier (its serving_default takes "
+                      f"text_a only); drop --text_b")
+  outputs = serve(**inputs)
   return {k: v.numpy() for k, v in outputs.items()}
 
 

@@ -94,6 +94,11 @@ TINY_FLAGS = {
 
 PYTHON_REWRITES = {"1374": "137"}
 
+# TensorFlow's C++ log lines, which the README says the scripts filter out of stderr ("By default
+# a script prints its own progress lines, results, warnings and errors only").
+TENSORFLOW_NOISE = ("cuInit", "cudart_stub", "oneDNN custom operations", "cpu_feature_guard",
+                    "absl::InitializeLog", "I0000 ", "W0000 ", "E0000 ")
+
 ENV = {"GLUE_DIR": "glue_data"}  # the README's $GLUE_DIR, relative to the stand-in directory
 TIMEOUT = 600  # seconds per command
 # Commands run on this many threads (independent ones side by side; `after` orders the rest): the
@@ -109,6 +114,7 @@ class Rule:
   after: Sequence[str] = ()  # rules whose commands must have run first (in README order)
   marked: Optional[str] = None  # why it is not run on a test machine
   stdout: Optional[str] = None  # a regular expression its stdout must contain
+  output: Optional[str] = None  # ... its stdout + stderr must contain
   contents: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
   # file (glob, first match) -> regular expressions (re.M) the README says it holds
 
@@ -144,6 +150,10 @@ RULES = [
          produces=["data/train.tfrecord"]),
     Rule("run_pretraining", r"^python run_pretraining\.py .*--output_dir=pretrain(\s|$)",
          after=["create_pretraining_data"],
+         # "Each progress line shows step, loss, MLM and SOP accuracy, learning rate, examples/s
+         # and ETA"
+         output=r"step 2/2 \| loss [\d.]+ .*\| masked_lm_accuracy [\d.]+ .*\| "
+         r"sentence_order_accuracy [\d.]+ .*\| learning_rate [\d.e-]+ .*examples/s \| ETA ",
          produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index",
                    "pretrain/**/events.out.tfevents.*"],
          contents={"pretrain/eval_results.txt": [
@@ -378,6 +388,12 @@ def test_readme_command(command, readme_runner):
     for expression in expressions:
       assert re.search(expression, text, re.M), (
           f"{command.test_id}: {pattern} lacks {expression!r}:\n{text[:3000]}")
+  if command.language == "bash":
+    noise = [n for n in TENSORFLOW_NOISE if n in proc.stderr]
+    assert not noise, f"TensorFlow log lines {noise}:\n" + _describe(command, tiny(command), proc)
+  if rule.output:
+    assert re.search(rule.output, proc.stdout + proc.stderr), _describe(
+        command, tiny(command), proc)
   if rule.stdout:
     assert re.search(rule.stdout, proc.stdout), _describe(command, tiny(command), proc)
 

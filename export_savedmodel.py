@@ -3,8 +3,10 @@ export_to_tfhub.py command line).
 
   python export_savedmodel.py --albert_directory=albert_base --checkpoint_name=model.ckpt-best \
     --export_path=hub/albert_base
-Signatures: tokens, sop, mlm, tokenization_info (see albert_tf/export/hub_encoder.py); flags:
-albert_tf/cli/export.py.
+Signatures: tokens, sop, mlm, tokenization_info, and TF Hub's Reusable SavedModel encoder API
+(see albert_tf/export/hub_encoder.py); flags: albert_tf/cli/export.py. With --with_preprocessor:
+<export_path>/encoder and the text preprocessor <export_path>/preprocessor
+(albert_tf/export/hub_preprocessor.py), as tfhub.dev's albert_en_base/3 + albert_en_preprocess/3.
 """
 
 from albert_tf import console  # first: quiets TensorFlow before anything imports it

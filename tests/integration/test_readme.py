@@ -68,7 +68,9 @@ import dataclasses
 import os
 import re
 import subprocess
+import signal
 import sys
+import tempfile
 import threading
 import time
 from typing import Mapping, Optional, Sequence
@@ -203,6 +205,23 @@ RULES = [
     Rule("hf_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/hf_mnli(\s|$)",
          produces=["out/hf_mnli/eval_results.txt"] +
          [p.format("out/hf_mnli_export") for p in EXPORT]),
+    Rule("saved_model_cli_show", r"^saved_model_cli show .*out/mnli_export", after=["glue_mnli"],
+         stdout=r"signature_def\['token_ids'\](?s:.*)'SentencepieceOp'"),
+    Rule("saved_model_cli_core_ops", r"^saved_model_cli run .*out/mnli_export.*core_ops",
+         after=["glue_mnli"], stdout=r"Result for output key probabilities:"),
+    Rule("saved_model_cli_text_ops", r"^python -c .*tensorflow_text.*saved_model_cli\.main\(\)",
+         after=["glue_mnli"],
+         stdout=r"Result for output key label:\n\[b'(entailment|neutral|contradiction)'\]"),
+    Rule("export_hub_pair", r"^python export_savedmodel\.py .*--with_preprocessor",
+         produces=["hub/albert_base/encoder/saved_model.pb",
+                   "hub/albert_base/preprocessor/saved_model.pb",
+                   "hub/albert_base/preprocessor/assets/30k-clean.model"]),
+    Rule("hub_keras_snippet", r'hub\.KerasLayer\("hub/albert_base/encoder", trainable=True\)',
+         after=["export_hub_pair"], produces=["hub/classifier/saved_model.pb"],
+         stdout=r"TensorShape\(\[1, 32\]\)"),
+    Rule("keras_hub_snippet", r"keras_hub\.models\.AlbertBackbone\.from_preset",
+         marked="needs keras-hub in a Keras 3 environment outside the requirements "
+         "(tests/checkpoints/test_keras_hub.py checks its committed outputs)"),
 ]
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
 COMMANDS = readme.readme_commands()
@@ -272,6 +291,7 @@ class Runner:
     self._cond = threading.Condition()
     self._pending = []  # scheduled, not started (README order)
     self._running = set()
+    self.cpu_seconds = {}  # test_id -> CPU seconds
 
   def start(self, commands, workers):
     wanted = set()
@@ -286,8 +306,13 @@ class Runner:
 
     for command in commands:
       add(command)
+    # Commands others wait for first (the fine-tuned MNLI run, the pretraining data), then README
+    # order: the longest chains start early.
+    def dependents(command):
+      return sum(command in dependencies(c) for c in COMMANDS if c.test_id in wanted)
     with self._cond:
-      self._pending = [c for c in COMMANDS if c.test_id in wanted]
+      self._pending = sorted((c for c in COMMANDS if c.test_id in wanted),
+                             key=lambda c: -dependents(c))
     for _ in range(workers):
       threading.Thread(target=self._work, daemon=True).start()
 
@@ -340,12 +365,44 @@ class Runner:
     else:
       argv = ["bash", "-c", text]
     start = time.monotonic()
-    try:
-      proc = subprocess.run(argv, cwd=str(self.root), env=_env(), capture_output=True,
-                            text=True, timeout=TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
-      return None, time.monotonic() - start, f"still running after {TIMEOUT} s"
+    proc, cpu = _run_with_cpu_time(argv, str(self.root))
+    self.cpu_seconds[command.test_id] = cpu
+    if proc is None:
+      return None, time.monotonic() - start, f"still running after {TIMEOUT} s: killed"
     return proc, time.monotonic() - start, None
+
+
+def _run_with_cpu_time(argv, cwd):
+  """(CompletedProcess or None after TIMEOUT, CPU seconds of the command and its children).
+
+  The CPU time (os.wait4's rusage) is what the machine's load does not inflate: the measure of
+  this file's cost.
+  """
+  with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    popen = subprocess.Popen(argv, cwd=cwd, env=_env(), stdout=out, stderr=err, text=True,
+                             start_new_session=True)
+    killed = []
+
+    def kill():
+      killed.append(True)
+      try:
+        os.killpg(popen.pid, signal.SIGKILL)
+      except ProcessLookupError:
+        pass
+
+    timer = threading.Timer(TIMEOUT, kill)
+    timer.start()
+    try:
+      _, status, usage = os.wait4(popen.pid, 0)
+    finally:
+      timer.cancel()
+    popen.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait
+    out.seek(0)
+    err.seek(0)
+    cpu = usage.ru_utime + usage.ru_stime
+    if killed:
+      return None, cpu
+    return subprocess.CompletedProcess(argv, popen.returncode, out.read(), err.read()), cpu
 
 
 @pytest.fixture(scope="session")
@@ -360,7 +417,16 @@ def readme_runner(tmp_path_factory, request):
          for item in request.session.items):
     selected += commands_of("create_pretraining_data")
   runner.start(selected, WORKERS)
-  return runner
+  yield runner
+  reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+  capture = request.config.pluginmanager.get_plugin("capturemanager")
+  if reporter and capture and runner.results:
+    with capture.global_and_fixture_disabled():
+      reporter.write_line(
+          f"\nREADME commands ({WORKERS} threads), wall / CPU seconds: " + ", ".join(
+              f"{test_id} {seconds:.0f}/{runner.cpu_seconds.get(test_id, 0):.0f}"
+              for test_id, (_, seconds, _) in runner.results.items()) +
+          f"; CPU total {sum(runner.cpu_seconds.values()):.0f} s")
 
 
 def _describe(command, text, proc):

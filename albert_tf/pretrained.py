@@ -183,15 +183,16 @@ def _beside(directory, name, given):
 
 
 def _locate(path, albert_config_file, spm_model_file, do_lower_case):
-  from albert_tf.checkpoints import hf, model_source, tf1  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import formats, hf, model_source, tf1  # pylint: disable=g-import-not-at-top
   from albert_tf.data import custom_task  # pylint: disable=g-import-not-at-top
   lower = True if do_lower_case is None else do_lower_case
-  if model_source.is_saved_model_directory(path):
+  found = formats.directory_format(path)
+  if found == formats.HUB_MODULE:
     source = model_source.resolve_model_source(hub_module_handle=path)
     return _Located(source.config, path, spm_model_file or source.spm_model_file,
                     source.do_lower_case if do_lower_case is None else do_lower_case,
                     model_type="pretrainer")
-  if hf.is_hf_directory(path):
+  if found == formats.HF:
     return _Located(hf.config_from_hf(path), path, _beside(path, _HF_SPM_FILE, spm_model_file),
                     _hf_lower_case(path, lower) if do_lower_case is None else lower,
                     label_list=hf.hf_label_names(path))

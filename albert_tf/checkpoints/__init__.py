@@ -8,12 +8,13 @@ albert_tf.checkpoints.convert` can quiet TensorFlow's logs before TensorFlow is 
 from albert_tf import lazy_imports
 
 _LAZY = {
+    "detect": "albert_tf.checkpoints.formats",
     "config_from_hf": "albert_tf.checkpoints.hf",
     "is_hf_directory": "albert_tf.checkpoints.hf",
     "load_hf_checkpoint": "albert_tf.checkpoints.hf",
     "save_hf_checkpoint": "albert_tf.checkpoints.hf",
     "init_from_checkpoint": "albert_tf.checkpoints.init",
-    "restore_tf2_checkpoint": "albert_tf.checkpoints.init",
+    "restore_tf2_checkpoint": "albert_tf.checkpoints.tf2",
     "model_variable_map": "albert_tf.checkpoints.official_names",
     "LoadReport": "albert_tf.checkpoints.tf1",
     "is_tf2_checkpoint": "albert_tf.checkpoints.tf1",

@@ -38,34 +38,23 @@ if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything
 import os
 
 from absl import logging
-import tensorflow as tf
 
 from albert_tf import fileio
+from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import model_source
 from albert_tf.checkpoints import official_names
-from albert_tf.checkpoints import tf1
-from albert_tf.checkpoints.init import restore_model_weights, restore_tf2_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
-from albert_tf.networks.encoder import AlbertEncoder
 
-FORMATS = ("tf1", "tf2", "hf")
+FORMATS = (formats.TF1, formats.TF2, formats.HF)  # the formats written
 _DEFAULT_OUTPUT = {"tf1": "tf2", "tf2": "tf1", "hf": "tf1"}
 
 
 def input_format(path):
   """'hf', 'tf2' or 'tf1' for a checkpoint path; the path resolved to a prefix when TF."""
-  if hf.is_hf_directory(path):
-    return "hf", os.fspath(path)
-  resolved = tf1.resolve_checkpoint_path(path)
-  return ("tf2" if tf1.is_tf2_checkpoint(resolved) else "tf1"), resolved
-
-
-def _refuse_missing(report, input_path):
-  if report.missing:
-    raise AlbertError(f"{input_path}: checkpoint lacks {len(report.missing)} variables of this "
-                      f"config, e.g. {report.missing[0]} (does albert_config match?)")
+  source = formats.detect(path, hub_modules=False)
+  return source.name, source.path
 
 
 def _note_unused(report):
@@ -86,32 +75,15 @@ def read_model(config, fmt, input_path, model_type=None, label_list=None):
   """
   model_type, num_labels = model_source.checkpoint_model_type(input_path, model_type)
   model = model_source.build_model(model_type, config, num_labels)
-  if fmt == "tf2":
-    if model_type in ("encoder", "pretrainer"):
-      restore_tf2_checkpoint(model, input_path)
-    else:
-      restore_model_weights(model, input_path)
-    return model, model_type
-  if fmt == "tf1":
-    report = tf1.load_tf1_checkpoint(model, input_path)
-  else:
-    report = hf.load_hf_checkpoint(model, input_path, label_list=label_list,
-                                   require_head=model_type not in ("encoder", "pretrainer"))
-  _refuse_missing(report, input_path)
-  _note_unused(report)
+  report = formats.adapter_class(fmt)(input_path).load_into(model, label_list=label_list)
+  if report is not None:  # (our TF2 checkpoints fail loudly instead)
+    _note_unused(report)
   return model, model_type
 
 
 def write_model(model, fmt, output, label_list=None):
   """Writes the model in format `fmt` at `output` (prefix, or directory for hf)."""
-  if fmt == "tf1":
-    tf1.save_tf1_checkpoint(model, output)
-  elif fmt == "tf2":
-    root = tf.train.Checkpoint(encoder=model) if isinstance(model, AlbertEncoder) else model
-    tf.io.gfile.makedirs(os.path.dirname(output) or ".")
-    tf1.write_checkpoint_state(tf.train.Checkpoint(model=root).write(output))
-  else:
-    hf.save_hf_checkpoint(model, output, label_list=label_list)
+  formats.adapter_class(fmt).save(model, output, label_list=label_list)
 
 
 def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):

@@ -1,36 +1,18 @@
 """Initialising a model from any ALBERT checkpoint: official TF1 or ours (TF2 object-based)."""
 
-import re
-
-import tensorflow as tf
 from absl import logging
 
+from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import hub_module
 from albert_tf.checkpoints import tf1
+from albert_tf.checkpoints import tf2
 from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError
 
-
-def restore_tf2_checkpoint(model, path):
-  """Restores the encoder (and any heads the two models share) from one of our checkpoints.
-
-  Our checkpoints are `tf.train.Checkpoint(model=model, ...)`; every model keeps its encoder at
-  `.encoder`, so a pretraining checkpoint restores into a classifier's encoder.
-
-  Raises:
-    AlbertError: the checkpoint has no encoder matching this model's shape.
-  """
-  encoder = official_names.encoder_of(model)
-  encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
-  try:
-    # expect_partial: the optimizer state and other heads in the file are meant to stay unread.
-    encoder_only.read(path).assert_existing_objects_matched().expect_partial()
-  except (AssertionError, ValueError) as e:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    raise AlbertError(f"{path}: encoder does not match this model's config ({first})") from None
-  if encoder is not model:
-    # Heads whose object paths line up (e.g. pretrainer -> pretrainer) come along too.
-    tf.train.Checkpoint(model=model).read(path).expect_partial()
+# Moved to tf2.py (our checkpoints' format); these paths stay.
+restore_tf2_checkpoint = tf2.restore_tf2_checkpoint
+checkpoint_global_step = tf2.checkpoint_global_step
 
 
 def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
@@ -45,12 +27,10 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
   Raises:
     AlbertError: no checkpoint at path; encoder variables missing; shapes differ.
   """
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
-  is_module = model_source.is_saved_model_directory(path)
-  is_hf = not is_module and hf.is_hf_directory(path)
-  if not (is_module or is_hf):
-    path = tf1.resolve_checkpoint_path(path, "--init_checkpoint")
-  is_tf2 = not (is_module or is_hf) and tf1.is_tf2_checkpoint(path)
+  source = formats.detect(path, "--init_checkpoint")
+  path = source.path
+  is_module, is_hf, is_tf2 = (source.name == name
+                              for name in (formats.HUB_MODULE, formats.HF, formats.TF2))
   if init_from_group0 and (is_module or is_hf or is_tf2):
     raise AlbertError(f"{path}: --init_from_group0 applies to TF1 (official) checkpoints only")
   if is_tf2:
@@ -58,7 +38,6 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
     logging.info("Initialised %s from %s (TF2 checkpoint)", model.name, path)
     return None
   if is_module:
-    from albert_tf.checkpoints import hub_module  # pylint: disable=g-import-not-at-top
     report = hub_module.load_hub_module_weights(model, path)  # refuses a partial encoder itself
   elif is_hf:
     report = hf.load_hf_checkpoint(model, path, label_list=label_list)
@@ -70,15 +49,6 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
                       f"{missing_encoder[0]} (does albert_config match the checkpoint?)")
   logging.info("%s", report)
   return report
-
-
-def checkpoint_global_step(path):
-  """The `global_step` a checkpoint records (TF1 `global_step`, or ours), else None."""
-  reader = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path))
-  for key in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
-    if reader.has_tensor(key):
-      return int(reader.get_tensor(key))
-  return None
 
 
 def restore_model_weights(model, path, label_list=None):
@@ -103,23 +73,16 @@ def restore_model_weights(model, path, label_list=None):
     AlbertError: no checkpoint at path; a variable missing; a shape differs; an HF head of
       another architecture or of other classes.
   """
-  if hf.is_hf_directory(path):
+  source = formats.detect(path, hub_modules=False)
+  if source.name == formats.HF:
     _refuse_unnamed(model, path, "an HF directory")
     report = hf.load_hf_checkpoint(model, path, label_list=label_list, require_head=True)
     _refuse_incomplete(report, path)
     logging.info("%s", report)
     return None
-  path = tf1.resolve_checkpoint_path(path)
-  if tf1.is_tf2_checkpoint(path):
-    status = tf.train.Checkpoint(model=model).read(path)
-    try:
-      status.assert_existing_objects_matched()
-    except AssertionError as e:
-      status.expect_partial()
-      raise AlbertError(f"{path}: checkpoint lacks weights of this model, e.g. "
-                        f"{_first_unmatched(e)} (a pretraining checkpoint, or another task's?)"
-                        ) from None
-    status.expect_partial()  # The optimizer state in the file is meant to stay unread.
+  path = source.path
+  if source.name == formats.TF2:
+    tf2.restore_tf2_model(model, path)
     return checkpoint_global_step(path)
   _refuse_unnamed(model, path, "a TF1 checkpoint")
   report = tf1.load_tf1_checkpoint(model, path)
@@ -145,13 +108,4 @@ def _refuse_incomplete(report, path):
   if report.missing:
     raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this model, "
                       f"e.g. {report.missing[0]} (a pretraining checkpoint, or another task's?)")
-
-
-def _first_unmatched(error):
-  """The first variable named in a tf.train.Checkpoint assertion message."""
-  match = re.search(r"<tf\.Variable '([^':]+)", str(error))
-  if match:
-    return match.group(1)
-  text = str(error).strip()
-  return text.splitlines()[0][:120] if text else type(error).__name__
 

@@ -7,10 +7,11 @@ do_lower_case). An HF transformers directory given as `--init_checkpoint` carrie
 """
 
 import dataclasses
-import os
 from typing import Optional
 
-from albert_tf import kinds
+from albert_tf import kinds, models
+from albert_tf.checkpoints import formats
+from albert_tf.checkpoints import hub_module
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
@@ -33,7 +34,6 @@ def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_modu
       an unreadable config or module.
   """
   if hub_module_handle:
-    from albert_tf.checkpoints import hub_module  # pylint: disable=g-import-not-at-top
     if init_checkpoint:
       raise AlbertError("--albert_hub_module_handle and --init_checkpoint both give the initial "
                         "weights: pass one of them")
@@ -47,23 +47,16 @@ def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_modu
                        do_lower_case=module.do_lower_case, init_checkpoint=module.path)
   if albert_config_file:
     config = AlbertConfig.from_json_file(albert_config_file)
-  elif init_checkpoint and _is_hf_directory(init_checkpoint):
-    from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
-    config = hf.config_from_hf(init_checkpoint)
+  elif init_checkpoint and formats.directory_format(init_checkpoint, hub_modules=False) == \
+      formats.HF:
+    config = formats.HfFormat(init_checkpoint).config()
   else:
     raise AlbertError("one of --albert_config_file or --albert_hub_module_handle is required")
   return ModelSource(config=config, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
                      init_checkpoint=init_checkpoint)
 
 
-def is_saved_model_directory(path):
-  """A TF-Hub module or SavedModel directory (weights under variables/)."""
-  return os.path.isdir(path) and os.path.exists(os.path.join(path, "saved_model.pb"))
-
-
-def _is_hf_directory(path):
-  from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
-  return hf.is_hf_directory(path)
+is_saved_model_directory = formats.is_saved_model_directory  # a TF-Hub module / SavedModel
 
 
 # ------------------------------------------------------------------------ the model's type
@@ -72,18 +65,6 @@ def _is_hf_directory(path):
 MODEL_TYPES = kinds.KINDS
 CLASSIFIER_TYPES = kinds.CLASSIFIER_KINDS
 SQUAD_TYPES = kinds.SQUAD_KINDS
-
-# (a part of a variable name, the model type), first match wins: official TF1 names, then our
-# TF2 object paths. The unscoped official GLUE / RACE `output_weights` is handled apart.
-_TYPE_SIGNATURES = (
-    ("start_logits/dense", "squad_v2"), ("model/squad_head/start_dense/", "squad_v2"),
-    ("cls/squad/output_weights", "squad_v1"), ("model/squad_head/output_weights", "squad_v1"),
-    ("model/choice_head/", "multiple_choice"), ("model/classifier_head/", "classifier"),
-    ("cls/predictions/", "pretrainer"), ("model/masked_lm_head/", "pretrainer"),
-)
-_HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
-              "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
-
 
 model_type_of = kinds.kind_of  # the MODEL_TYPES entry of a built model
 
@@ -97,36 +78,14 @@ def checkpoint_model_type(path, model_type=None):
   Raises:
     AlbertError: an unknown model_type, or a one-row head whose type the weights cannot tell.
   """
-  from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
   if model_type is not None and model_type not in MODEL_TYPES:
     raise AlbertError(f"--model_type={model_type!r} is invalid: expected one of "
                       f"{', '.join(MODEL_TYPES)}")
-  if hf.is_hf_directory(path):
-    return hf.hf_model_type(path, model_type)
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  shapes = {name: shape for name, shape in
-            tf.train.load_checkpoint(path).get_variable_to_shape_map().items()
-            if "OPTIMIZER_SLOT" not in name}
-  rows = next((shapes[name][0] for name in _HEAD_ROWS if name in shapes), None)
-  if model_type is None:
-    model_type = next((kind for part, kind in _TYPE_SIGNATURES
-                       if any(part in name for name in shapes)), None)
-  if model_type is None and rows is not None:
-    if rows == 1:
-      raise AlbertError(f"{path}: its one-row head `output_weights` [1, H] is a regression "
-                        "classifier (STS-B) or a multiple-choice scorer (RACE): pass "
-                        "--model_type=regression or --model_type=multiple_choice")
-    model_type = "classifier"
-  if model_type == "classifier" and rows == 1:
-    model_type = "regression"  # our TF2 classifier head with one row: STS-B
-  return model_type or "encoder", rows if model_type in CLASSIFIER_TYPES else None
+  return formats.detect(path, hub_modules=False).kind(model_type)
 
 
 def build_model(model_type, config, num_labels=None, dropout_rate=0.1):
   """A fresh model of `model_type` (MODEL_TYPES); classifiers need num_labels (1: regression)."""
-  # The models import TensorFlow: this module stays importable without it (cli/convert.py
-  # reads MODEL_TYPES before TensorFlow's logging is quieted).
-  from albert_tf import models  # pylint: disable=g-import-not-at-top
   if model_type in (kinds.ENCODER, kinds.PRETRAINER):  # no dropout of their own
     return models.build(model_type, config)
   return models.build(model_type, config, num_labels, dropout_rate=dropout_rate)

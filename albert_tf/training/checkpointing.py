@@ -23,7 +23,10 @@ from absl import logging
 import tensorflow as tf
 
 from albert_tf import fileio
+from albert_tf.checkpoints import formats
+from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
+from albert_tf.checkpoints import tf1
 from albert_tf.errors import AlbertError
 
 BEST_CHECKPOINT = "model.ckpt-best"
@@ -46,8 +49,7 @@ def _set_aside(prefix, output_dir):
 def _rewrite_state(output_dir, intact):
   """Points the `checkpoint` state file at the intact checkpoints only (newest last)."""
   if intact:
-    from albert_tf.checkpoints.tf1 import write_checkpoint_state  # pylint: disable=g-import-not-at-top
-    write_checkpoint_state(intact[-1], intact)  # basenames: right from any working directory
+    tf1.write_checkpoint_state(intact[-1], intact)  # basenames: right from any working directory
 
 
 def resume_checkpoint(output_dir, repair=True):
@@ -104,8 +106,7 @@ def checkpoints_to_evaluate(output_dir):
   best = os.path.join(output_dir, BEST_CHECKPOINT)
   if not found and tf.io.gfile.exists(best + integrity.INDEX_SUFFIX):
     integrity.verify_checkpoint(best, BEST_CHECKPOINT)
-    from albert_tf.checkpoints.init import checkpoint_global_step  # pylint: disable=g-import-not-at-top
-    found = [(checkpoint_global_step(best) or 0, best)]
+    found = [(checkpoint_init.checkpoint_global_step(best) or 0, best)]
   if not found and broken:
     raise AlbertError(f"--do_eval: no intact checkpoint in --output_dir={output_dir} "
                       f"({len(broken)} unreadable, e.g. {broken[-1]})")
@@ -142,7 +143,6 @@ def checkpoint_for_inference(output_dir, init_checkpoint=None, prefer_best=True)
   if latest:
     return latest
   if init_checkpoint:
-    from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
     return tf1.resolve_checkpoint_path(init_checkpoint, "--init_checkpoint") if not (
         _is_directory_model(init_checkpoint)) else init_checkpoint
   return None
@@ -150,8 +150,7 @@ def checkpoint_for_inference(output_dir, init_checkpoint=None, prefer_best=True)
 
 def _is_directory_model(path):
   """HF directories and hub modules are read by their own loaders, not as checkpoints."""
-  from albert_tf.checkpoints import hf, model_source  # pylint: disable=g-import-not-at-top
-  return model_source.is_saved_model_directory(path) or hf.is_hf_directory(path)
+  return formats.directory_format(path) is not None
 
 
 def write_best_checkpoint(model, best_path, output_dir, best_step, label_list=None):
@@ -163,12 +162,10 @@ def write_best_checkpoint(model, best_path, output_dir, best_step, label_list=No
   `global_step`), written atomically; the `checkpoint` state file keeps pointing at the
   training run's latest.
   """
-  from albert_tf.checkpoints import save_tf1_checkpoint  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-  restore_model_weights(model, best_path, label_list=label_list)
+  checkpoint_init.restore_model_weights(model, best_path, label_list=label_list)
   target = os.path.join(output_dir, BEST_CHECKPOINT)
   if os.path.abspath(best_path) != os.path.abspath(target):
-    save_tf1_checkpoint(model, target, global_step=best_step or 0, update_state=False)
+    tf1.save_tf1_checkpoint(model, target, global_step=best_step or 0, update_state=False)
   return target
 
 
@@ -274,8 +271,7 @@ class TrainingCheckpoints:
     self._make_managers()
     if latest is None:
       return False
-    from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
-    if not tf1.is_tf2_checkpoint(latest):
+    if formats.detect(latest).name != formats.TF2:
       raise AlbertError(f"{latest}: --output_dir holds an official TF1 checkpoint, which has "
                         f"no resumable training state here; train from it with "
                         f"--init_checkpoint={latest} and a new --output_dir")

@@ -24,6 +24,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.checkpoints import formats
+from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
@@ -456,10 +458,9 @@ class Trainer:
     """Loads checkpoint_path (a checkpoint prefix, a directory of checkpoints, or a fine-tuned
     HF transformers directory; None: output_dir's latest intact checkpoint, else
     task.initialize from its init checkpoint). Returns the step."""
-    from albert_tf.checkpoints import hf  # pylint: disable=g-import-not-at-top
-    from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
     path = checkpoint_path
-    if path and tf.io.gfile.isdir(path) and not hf.is_hf_directory(path):
+    is_hf = path is not None and formats.directory_format(path, hub_modules=False) == formats.HF
+    if path and tf.io.gfile.isdir(path) and not is_hf:
       path = checkpointing.latest_checkpoint(path)
       if not path:
         raise AlbertError(f"{checkpoint_path}: no checkpoint in this directory")
@@ -472,12 +473,13 @@ class Trainer:
       self.task.initialize(self.model)
       return self.global_step
     if not (tf.io.gfile.exists(path + ".index") or integrity.checkpoint_files(path)
-            or hf.is_hf_directory(path)):
+            or formats.directory_format(path, hub_modules=False) == formats.HF):
       raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
     # Every weight must come from the checkpoint (ours, an official TF1 one or an HF
     # directory, whose head rows follow the task's classes): a head left at its random
     # initial value would evaluate, predict and export garbage without a word.
-    step = restore_model_weights(self.model, path, label_list=self.task.label_list) or 0
+    step = checkpoint_init.restore_model_weights(
+        self.model, path, label_list=self.task.label_list) or 0
     if self.optimizer is None:
       self._eval_step_counter.assign(step)
     return step

@@ -1,0 +1,240 @@
+"""Which checkpoint format a path is, decided in one place: `detect(path)` -> an adapter.
+
+  TF1         an official name-based checkpoint (`bert/...`, `cls/...`; prefix or directory)
+  TF2         one of ours, object-based (`tf.train.Checkpoint(model=...)`)
+  HF          an HF transformers directory (`config.json` + `model.safetensors`)
+  HUB_MODULE  a TF-Hub module / SavedModel directory (the official TF1 modules, our exports)
+
+An official tarball directory (`albert_config.json`, `30k-clean.model`, `model.ckpt-best`) is a
+TF1 checkpoint with its config beside it: `config()` reads that file.
+
+Each adapter answers `config()`, `kind(model_type=None)` (the model it holds, albert_tf.kinds,
+with a classifier's number of classes), `load_into(model, label_list=None)` (every weight of
+that model) and, for the formats we write, `save(model, path, label_list=None)`. Adapters
+never build models: the caller passes one (albert_tf.models.build).
+"""
+
+import os
+
+import tensorflow as tf
+
+from albert_tf import kinds
+from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import hub_module
+from albert_tf.checkpoints import tf1
+from albert_tf.checkpoints import tf2
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import AlbertError
+
+TF1 = "tf1"
+TF2 = "tf2"
+HF = "hf"
+HUB_MODULE = "hub_module"
+
+CONFIG_FILE = "albert_config.json"  # beside a TF1/TF2 checkpoint (official tarballs, our runs)
+
+# (a part of a variable name, the kind), first match wins: official TF1 names, then our TF2
+# object paths. The unscoped official GLUE / RACE `output_weights` is handled apart.
+_KIND_SIGNATURES = (
+    ("start_logits/dense", kinds.SQUAD_V2), ("model/squad_head/start_dense/", kinds.SQUAD_V2),
+    ("cls/squad/output_weights", kinds.SQUAD_V1),
+    ("model/squad_head/output_weights", kinds.SQUAD_V1),
+    ("model/choice_head/", kinds.MULTIPLE_CHOICE), ("model/classifier_head/", kinds.CLASSIFIER),
+    ("cls/predictions/", kinds.PRETRAINER), ("model/masked_lm_head/", kinds.PRETRAINER),
+)
+_HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
+              "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
+_HEADLESS = (kinds.ENCODER, kinds.PRETRAINER)  # loading these needs no task head
+
+
+def is_saved_model_directory(path):
+  """A TF-Hub module or SavedModel directory (weights under variables/)."""
+  return os.path.isdir(path) and os.path.exists(os.path.join(path, "saved_model.pb"))
+
+
+def directory_format(path, hub_modules=True):
+  """HUB_MODULE or HF for a directory that its own loader reads whole, else None (a TF
+  checkpoint prefix or a directory of checkpoints). hub_modules=False: a SavedModel directory
+  is not considered (the callers that never read one)."""
+  path = os.fspath(path)
+  if hub_modules and is_saved_model_directory(path):
+    return HUB_MODULE
+  if hf.is_hf_directory(path):
+    return HF
+  return None
+
+
+def detect(path, what="checkpoint", hub_modules=True):
+  """The adapter for the checkpoint at `path`.
+
+  Args:
+    path: a TF1/TF2 checkpoint prefix or directory, an HF directory or a TF-Hub module.
+    what: how errors name the path (e.g. "--init_checkpoint").
+    hub_modules: False for callers that never read a TF-Hub module.
+  Raises:
+    AlbertError: no readable checkpoint at path (a TF checkpoint is verified whole).
+  """
+  path = os.fspath(path)
+  found = directory_format(path, hub_modules)
+  if found == HUB_MODULE:
+    return HubModuleFormat(path)
+  if found == HF:
+    return HfFormat(path)
+  resolved = tf1.resolve_checkpoint_path(path, what)
+  return (Tf2Format if tf1.is_tf2_checkpoint(resolved) else Tf1Format)(resolved)
+
+
+def adapter_class(name):
+  """The adapter class of a format name (to `save` into it)."""
+  return {TF1: Tf1Format, TF2: Tf2Format, HF: HfFormat, HUB_MODULE: HubModuleFormat}[name]
+
+
+class CheckpointFormat:
+  """One checkpoint at `path` (a verified prefix for TF1/TF2, else a directory)."""
+
+  name = None
+
+  def __init__(self, path):
+    self.path = path
+
+  def config(self):
+    """The AlbertConfig the checkpoint carries (TF1/TF2: the albert_config.json beside it).
+
+    Raises:
+      AlbertError: none there.
+    """
+    directory = os.path.dirname(self.path) or "."
+    config_file = os.path.join(directory, CONFIG_FILE)
+    if not os.path.exists(config_file):
+      raise AlbertError(f"{self.path}: no {CONFIG_FILE} beside the checkpoint; pass "
+                        "--albert_config_file")
+    return AlbertConfig.from_json_file(config_file)
+
+  def kind(self, model_type=None):
+    """(kind, number of classes or None) of the model the checkpoint holds; model_type: the
+    kind when the caller knows it (only the classes are read then)."""
+    raise NotImplementedError
+
+  def load_into(self, model, label_list=None):
+    """Loads every weight of `model` (built for `kind()`); the encoder and pretrainer need no
+    task head. Returns a LoadReport (None for our TF2 checkpoints, which fail loudly).
+
+    Raises:
+      AlbertError: a weight of the model missing; shapes differ.
+    """
+    raise NotImplementedError
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    """Writes `model` in this format at `path`."""
+    raise NotImplementedError
+
+
+class _TfFormat(CheckpointFormat):
+  """What TF1 and TF2 checkpoints share: the kind read from variable names and shapes."""
+
+  def kind(self, model_type=None):
+    shapes = {name: shape for name, shape in
+              tf.train.load_checkpoint(self.path).get_variable_to_shape_map().items()
+              if "OPTIMIZER_SLOT" not in name}
+    rows = next((shapes[name][0] for name in _HEAD_ROWS if name in shapes), None)
+    if model_type is None:
+      model_type = next((kind for part, kind in _KIND_SIGNATURES
+                         if any(part in name for name in shapes)), None)
+    if model_type is None and rows is not None:
+      if rows == 1:
+        raise AlbertError(f"{self.path}: its one-row head `output_weights` [1, H] is a "
+                          "regression classifier (STS-B) or a multiple-choice scorer (RACE): "
+                          "pass --model_type=regression or --model_type=multiple_choice")
+      model_type = kinds.CLASSIFIER
+    if model_type == kinds.CLASSIFIER and rows == 1:
+      model_type = kinds.REGRESSION  # our TF2 classifier head with one row: STS-B
+    return model_type or kinds.ENCODER, rows if model_type in kinds.CLASSIFIER_KINDS else None
+
+
+class Tf1Format(_TfFormat):
+  """An official TF1 checkpoint (name-based)."""
+
+  name = TF1
+
+  def load_into(self, model, label_list=None):
+    report = tf1.load_tf1_checkpoint(model, self.path)
+    _refuse_missing(report, self.path)
+    return report
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    tf1.save_tf1_checkpoint(model, path)
+
+
+class Tf2Format(_TfFormat):
+  """One of our object-based checkpoints."""
+
+  name = TF2
+
+  def load_into(self, model, label_list=None):
+    if kinds.kind_of(model) in _HEADLESS:
+      tf2.restore_tf2_checkpoint(model, self.path)
+    else:
+      tf2.restore_tf2_model(model, self.path)
+    return None
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    tf2.save_tf2_checkpoint(model, path)
+
+
+class HfFormat(CheckpointFormat):
+  """An HF transformers directory: carries its config, architecture and class names."""
+
+  name = HF
+
+  def config(self):
+    return hf.config_from_hf(self.path)
+
+  def kind(self, model_type=None):
+    return hf.hf_model_type(self.path, model_type)
+
+  def label_names(self):
+    """The class names of its id2label (None when generic or absent)."""
+    return hf.hf_label_names(self.path)
+
+  def load_into(self, model, label_list=None):
+    report = hf.load_hf_checkpoint(model, self.path, label_list=label_list,
+                                   require_head=kinds.kind_of(model) not in _HEADLESS)
+    _refuse_missing(report, self.path)
+    return report
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    hf.save_hf_checkpoint(model, path, label_list=label_list)
+
+
+class HubModuleFormat(CheckpointFormat):
+  """A TF-Hub module directory: its config, SentencePiece model and an encoder with the
+  pretraining heads (read only; exports are written by albert_tf/export/)."""
+
+  name = HUB_MODULE
+
+  def module(self):
+    return hub_module.read_hub_module(self.path)
+
+  def config(self):
+    return self.module().config
+
+  def kind(self, model_type=None):
+    return model_type or kinds.PRETRAINER, None
+
+  def load_into(self, model, label_list=None):
+    return hub_module.load_hub_module_weights(model, self.path)
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    raise AlbertError(f"{path}: TF-Hub modules are written by export_savedmodel.py "
+                      "(--export_format), not by the checkpoint converter")
+
+
+def _refuse_missing(report, path):
+  if report.missing:
+    raise AlbertError(f"{path}: checkpoint lacks {len(report.missing)} variables of this "
+                      f"config, e.g. {report.missing[0]} (does albert_config match?)")

@@ -1,0 +1,78 @@
+"""Our TF2 checkpoints: `tf.train.Checkpoint(model=model, ...)`, object-based (the trainer's
+`ckpt-N`, the converter's tf2 output). Every model keeps its encoder at `.encoder`, so the
+encoder of any of our checkpoints restores into any model of the same config."""
+
+import os
+import re
+
+import tensorflow as tf
+
+from albert_tf.checkpoints import official_names
+from albert_tf.checkpoints import tf1
+from albert_tf.errors import AlbertError
+from albert_tf.networks.encoder import AlbertEncoder
+
+
+def restore_tf2_checkpoint(model, path):
+  """Restores the encoder (and any heads the two models share) from one of our checkpoints.
+
+  Our checkpoints are `tf.train.Checkpoint(model=model, ...)`; every model keeps its encoder at
+  `.encoder`, so a pretraining checkpoint restores into a classifier's encoder.
+
+  Raises:
+    AlbertError: the checkpoint has no encoder matching this model's shape.
+  """
+  encoder = official_names.encoder_of(model)
+  encoder_only = tf.train.Checkpoint(model=tf.train.Checkpoint(encoder=encoder))
+  try:
+    # expect_partial: the optimizer state and other heads in the file are meant to stay unread.
+    encoder_only.read(path).assert_existing_objects_matched().expect_partial()
+  except (AssertionError, ValueError) as e:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    raise AlbertError(f"{path}: encoder does not match this model's config ({first})") from None
+  if encoder is not model:
+    # Heads whose object paths line up (e.g. pretrainer -> pretrainer) come along too.
+    tf.train.Checkpoint(model=model).read(path).expect_partial()
+
+
+def restore_tf2_model(model, path):
+  """Restores every weight of `model` (encoder and head) from one of our checkpoints.
+
+  Raises:
+    AlbertError: the checkpoint lacks a weight of the model (naming it).
+  """
+  status = tf.train.Checkpoint(model=model).read(path)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    status.expect_partial()
+    raise AlbertError(f"{path}: checkpoint lacks weights of this model, e.g. "
+                      f"{_first_unmatched(e)} (a pretraining checkpoint, or another task's?)"
+                      ) from None
+  status.expect_partial()  # The optimizer state in the file is meant to stay unread.
+
+
+def save_tf2_checkpoint(model, path):
+  """Writes `model` as one of our checkpoints at prefix `path` (an AlbertEncoder alone under
+  `model/encoder`, as inside our models), with its `checkpoint` state file."""
+  root = tf.train.Checkpoint(encoder=model) if isinstance(model, AlbertEncoder) else model
+  tf.io.gfile.makedirs(os.path.dirname(path) or ".")
+  tf1.write_checkpoint_state(tf.train.Checkpoint(model=root).write(path))
+
+
+def checkpoint_global_step(path):
+  """The `global_step` a checkpoint records (TF1 `global_step`, or ours), else None."""
+  reader = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path))
+  for key in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
+    if reader.has_tensor(key):
+      return int(reader.get_tensor(key))
+  return None
+
+
+def _first_unmatched(error):
+  """The first variable named in a tf.train.Checkpoint assertion message."""
+  match = re.search(r"<tf\.Variable '([^':]+)", str(error))
+  if match:
+    return match.group(1)
+  text = str(error).strip()
+  return text.splitlines()[0][:120] if text else type(error).__name__

@@ -1,5 +1,6 @@
 """export_savedmodel.py's command line: a pretrained checkpoint -> TF-Hub style encoder SavedModel
-(with --with_preprocessor: <export_path>/encoder and the text preprocessor <export_path>/preprocessor).
+(with --with_preprocessor: <export_path>/encoder and the text preprocessor
+<export_path>/preprocessor).
 
 Accepts the official export_to_tfhub.py flags (--albert_directory, --checkpoint_name,
 --do_lower_case, --use_einsum, --export_path) and explicit-path extras; the files default to
@@ -68,7 +69,7 @@ def main(argv):
   if not spm_model_file:
     raise AlbertError("--with_preprocessor needs a SentencePiece model (--spm_model_file or "
                       f"<albert_directory>/{SPM_ASSET_NAME})")
-  from albert_tf.export.hub_preprocessor import export_preprocessor  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import hub_preprocessor  # pylint: disable=g-import-not-at-top
   seq_length = f.preprocessor_seq_length
   if seq_length < 3 or seq_length > pretrainer.config.max_position_embeddings:
     raise AlbertError(f"--preprocessor_seq_length={seq_length}: expected 3 to "
@@ -76,9 +77,9 @@ def main(argv):
   path = export_encoder(pretrainer, os.path.join(export_dir, "encoder"), spm_model_file,
                         do_lower_case=f.do_lower_case)
   print(f"exported {checkpoint} to {path}")
-  path = export_preprocessor(os.path.join(export_dir, "preprocessor"), spm_model_file,
-                             do_lower_case=f.do_lower_case, seq_length=seq_length,
-                             config=pretrainer.config)
+  path = hub_preprocessor.export_preprocessor(
+      os.path.join(export_dir, "preprocessor"), spm_model_file, do_lower_case=f.do_lower_case,
+      seq_length=seq_length, config=pretrainer.config)
   print(f"exported the text preprocessor (seq_length {seq_length}) to {path}")
 
 

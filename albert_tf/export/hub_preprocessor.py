@@ -104,8 +104,8 @@ class _Tokenize(_Trackable):
     # Tracked here too: a model built on `hub.KerasLayer(preprocessor.tokenize)` alone must own
     # the resource its saved functions capture (else tf.saved_model.save refuses the model).
     self.sentencepiece = tokenizer._sp_op  # pylint: disable=protected-access
-    self.__call__ = tf.function(lambda sentences: tokenizer.tokenize(sentences),  # pylint: disable=unnecessary-lambda
-                                input_signature=[_STRINGS], autograph=False)
+    self.__call__ = tf.function(tokenizer.tokenize, input_signature=[_STRINGS],
+                                autograph=False)
     self.get_special_tokens_dict = tf.function(
         lambda: {k: tf.constant(v, tf.int32) for k, v in special_tokens.items()},
         input_signature=[], autograph=False)

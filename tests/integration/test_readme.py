@@ -59,7 +59,8 @@ of the tiny vocabulary's range.
 Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (CI runs it after
 the tests), `make test` (this suite), TF Serving and curl (no `tensorflow_model_server` binary on
 a test machine; `query_savedmodel` in the same block queries the export instead), the two-machine
-TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags).
+TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags),
+the keras-hub snippet (Keras 3 and keras-hub, outside the requirements).
 Checked instead to fail with their one line: the README's TPU flags on a machine without a TPU,
 and the README's TF_CONFIG with its pretraining command when host1 never answers.
 """
@@ -118,9 +119,9 @@ class Rule:
   stdout: Optional[str] = None  # a regular expression its stdout must contain
   output: Optional[str] = None  # ... its stdout + stderr must contain
   contents: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+  # file (glob, first match) -> regular expressions (re.M) the README says it holds
   # False for TensorFlow's own tools (saved_model_cli): their log lines are not ours to filter.
   quiet: bool = True
-  # file (glob, first match) -> regular expressions (re.M) the README says it holds
 
 
 EXPORT = ("{}/*/saved_model.pb", "{}/*/core_ops/saved_model.pb", "{}/albert_model.tflite")

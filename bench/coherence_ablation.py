@@ -23,6 +23,7 @@ A and B swapped), so one sentence-order/next-sentence head serves both evaluatio
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +45,8 @@ flags.DEFINE_float("learning_rate", 0.005, "LAMB learning rate.")
 flags.DEFINE_integer("dupe_factor", 2, "As the official flag.")
 flags.DEFINE_integer("max_eval_steps", 40, "Evaluation batches (of 64) per evaluation.")
 flags.DEFINE_integer("seed", 12345, "Data and training seed (the same for both models).")
+flags.DEFINE_bool("reuse_data", False, "Reuse the corpus, SentencePiece model and records of a "
+                  "previous run in --work_dir (same flags).")
 
 PAPER = {("nsp", "nsp"): 0.905, ("nsp", "sop"): 0.520, ("sop", "nsp"): 0.789,
          ("sop", "sop"): 0.865}
@@ -86,6 +89,25 @@ def _records(text, output, spm, nsp, dupe_factor, log):
   _run(args, log)
 
 
+def _label_baselines(path):
+  """(share of label 1, accuracy of the rule "A longer than B -> label 1") of a record file:
+  what an accuracy must beat to show that a model learned more than the label prior or the
+  segment lengths (the official pairing makes an in-order B longer than A on average)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  a_longer, labels = [], []
+  for raw in tf.data.TFRecordDataset(path):
+    feature = tf.train.Example.FromString(raw.numpy()).features.feature
+    segments = np.array(feature["segment_ids"].int64_list.value)
+    mask = np.array(feature["input_mask"].int64_list.value)
+    length_a = int(((segments == 0) & (mask == 1)).sum()) - 2  # [CLS] and [SEP]
+    length_b = int(((segments == 1) & (mask == 1)).sum()) - 1
+    a_longer.append(length_a > length_b)
+    labels.append(feature["next_sentence_labels"].int64_list.value[0])
+  a_longer, labels = np.array(a_longer), np.array(labels)
+  return float(labels.mean()), float((a_longer == labels).mean())
+
+
 def _eval_results(path):
   with open(path, encoding="utf-8") as f:
     return {k.strip(): float(v) for k, v in (l.split(" = ") for l in f if " = " in l)}
@@ -102,16 +124,17 @@ def main(argv):
         f"{FLAGS.batch_size}, seq {FLAGS.max_seq_length}", flush=True)
 
   corpus = os.path.join(work, "corpus.txt")
-  _run(["-m", "albert_tf.tools.build_corpus", f"--output_file={corpus}",
-        f"--max_mb={FLAGS.corpus_mb}"], os.path.join(logs, "corpus.log"))
   train_text, eval_text = os.path.join(work, "train.txt"), os.path.join(work, "eval.txt")
-  n_train, n_eval = _split_corpus(corpus, train_text, eval_text, FLAGS.eval_share)
-  print(f"  {n_train} training documents, {n_eval} held out", flush=True)
   prefix = os.path.join(work, "spm", "30k-clean")
-  _run(["-m", "albert_tf.tools.train_spm", f"--input_file={train_text}",
-        f"--model_prefix={prefix}", f"--vocab_size={FLAGS.vocab_size}"],
-       os.path.join(logs, "spm.log"))
   spm = prefix + ".model"
+  if not FLAGS.reuse_data:
+    _run(["-m", "albert_tf.tools.build_corpus", f"--output_file={corpus}",
+          f"--max_mb={FLAGS.corpus_mb}"], os.path.join(logs, "corpus.log"))
+    n_train, n_eval = _split_corpus(corpus, train_text, eval_text, FLAGS.eval_share)
+    print(f"  {n_train} training documents, {n_eval} held out", flush=True)
+    _run(["-m", "albert_tf.tools.train_spm", f"--input_file={train_text}",
+          f"--model_prefix={prefix}", f"--vocab_size={FLAGS.vocab_size}"],
+         os.path.join(logs, "spm.log"))
   config = os.path.join(work, "albert_config.json")
   with open(os.path.join(REPO, "configs", "albert_quickstart.json"), encoding="utf-8") as f:
     cfg = json.load(f)
@@ -123,12 +146,14 @@ def main(argv):
   for kind in ("nsp", "sop"):
     for split, text, dupe in (("train", train_text, FLAGS.dupe_factor), ("eval", eval_text, 1)):
       path = os.path.join(work, "records", f"{kind}_{split}.tfrecord")
-      _records(text, path, spm, kind == "nsp", dupe, os.path.join(logs, f"{kind}_{split}.log"))
+      if not FLAGS.reuse_data:
+        _records(text, path, spm, kind == "nsp", dupe, os.path.join(logs, f"{kind}_{split}.log"))
       records[kind, split] = path
 
   table = {}
   for trained in ("nsp", "sop"):
     run_dir = os.path.join(work, f"trained_{trained}")
+    shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run, never a resume
     _run(["run_pretraining.py", f"--input_file={records[trained, 'train']}",
           f"--output_dir={run_dir}", f"--albert_config_file={config}", "--do_train",
           f"--train_batch_size={FLAGS.batch_size}", f"--max_seq_length={FLAGS.max_seq_length}",
@@ -148,16 +173,23 @@ def main(argv):
   print(f"\nInter-sentence coherence, {FLAGS.steps} steps x {FLAGS.batch_size}, H "
         f"{cfg['hidden_size']}, L {cfg['num_hidden_layers']} (paper: ALBERT-base, Table 5), "
         f"{time.time() - started:.0f} s in all")
+  baselines = {kind: _label_baselines(records[kind, "eval"]) for kind in ("nsp", "sop")}
   print("| trained with | NSP accuracy (paper) | SOP accuracy (paper) | MLM accuracy on NSP / "
         "SOP eval |")
   print("|---|---|---|---|")
+  print("| (label prior: majority share) | " + " | ".join(
+      f"{max(baselines[k][0], 1 - baselines[k][0]):.3f}" for k in ("nsp", "sop")) + " | |")
+  print("| (segment lengths: A longer than B -> 1) | " + " | ".join(
+      f"{baselines[k][1]:.3f}" for k in ("nsp", "sop")) + " | |")
   for trained in ("nsp", "sop"):
     cells = [f"{table[trained, e]['sentence_order_accuracy']:.3f} ({PAPER[trained, e]:.3f})"
              for e in ("nsp", "sop")]
     mlm = " / ".join(f"{table[trained, e]['masked_lm_accuracy']:.3f}" for e in ("nsp", "sop"))
     print(f"| {trained.upper()} | {cells[0]} | {cells[1]} | {mlm} |")
   with open(os.path.join(work, "results.json"), "w", encoding="utf-8") as f:
-    json.dump({f"{t}_on_{e}": v for (t, e), v in table.items()}, f, indent=2)
+    json.dump({**{f"{t}_on_{e}": v for (t, e), v in table.items()},
+               **{f"{k}_eval_label1_share_and_length_rule": v for k, v in baselines.items()}},
+              f, indent=2)
 
 
 if __name__ == "__main__":

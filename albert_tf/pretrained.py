@@ -33,14 +33,14 @@ from typing import List, Optional
 
 import numpy as np
 
-from albert_tf import kinds
+from albert_tf import kinds, output_layout
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
 _CONFIG_FILE = "albert_config.json"
 _SPM_FILE = "30k-clean.model"
 _HF_SPM_FILE = "spiece.model"
-_BEST = "model.ckpt-best"
+_BEST = output_layout.BEST_CHECKPOINT
 
 
 @dataclasses.dataclass

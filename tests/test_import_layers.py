@@ -28,6 +28,7 @@ PACKAGE = os.path.join(REPO, "albert_tf")
 LAYERS = (
     ("leaf", ("albert_tf.errors", "albert_tf.fileio", "albert_tf.console",
               "albert_tf.lazy_imports", "albert_tf.export_format", "albert_tf.kinds",
+              "albert_tf.output_layout",
               "albert_tf.metrics")),
     ("config/text/layers", ("albert_tf.config", "albert_tf.text", "albert_tf.tokenization",
                             "albert_tf.layers")),

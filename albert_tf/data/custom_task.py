@@ -29,15 +29,15 @@ import os
 import re
 from typing import ClassVar, Optional, Tuple
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.data import table_files
 from albert_tf.data.glue import InputExample
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
 
 CUSTOM_TASK = "custom"
-LABEL_LIST_FILE = "label_list.json"
-PREDICTIONS_FILE = "predictions.tsv"
+LABEL_LIST_FILE = output_layout.LABEL_LIST
+PREDICTIONS_FILE = output_layout.PREDICTIONS
 # The task types, by the names of the HF config's `problem_type`.
 SINGLE_LABEL = "single_label_classification"
 MULTI_LABEL = "multi_label_classification"

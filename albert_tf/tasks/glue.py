@@ -11,13 +11,13 @@ The same task fine-tunes on the user's own files: its spec is then a
 
 import dataclasses
 import math
-import os
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf import output_layout
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
 from albert_tf.metrics.losses import softmax_cross_entropy
@@ -158,7 +158,7 @@ class ClassificationTask(SentenceTaskData, Task):
     """test_results.tsv (probabilities) as the official, and the spec's prediction file (the
     GLUE submission file; predictions.tsv for the user's own data)."""
     examples, probabilities, predictions = outputs
-    write_probabilities(os.path.join(output_dir, "test_results.tsv"), probabilities)
+    write_probabilities(output_layout.path(output_dir, output_layout.TEST_RESULTS), probabilities)
     summary = self.spec.write_predictions(output_dir, examples, probabilities, predictions)
     return {"predictions": len(examples), **summary}
 

@@ -7,14 +7,13 @@ predict_results.txt.
 """
 
 import dataclasses
-import os
 from typing import Optional
 
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
 from albert_tf.metrics.losses import softmax_cross_entropy
@@ -147,8 +146,8 @@ class RaceTask(SentenceTaskData, Task):
   def write_predictions(self, output_dir, outputs):
     """test_results.tsv, predictions.tsv (`id<TAB>A..D`) and the official predict_results.txt."""
     examples, probabilities, predictions = outputs
-    write_probabilities(os.path.join(output_dir, "test_results.tsv"), probabilities)
-    fileio.write_text(os.path.join(output_dir, "predictions.tsv"), "".join(
+    write_probabilities(output_layout.path(output_dir, output_layout.TEST_RESULTS), probabilities)
+    fileio.write_text(output_layout.path(output_dir, output_layout.PREDICTIONS), "".join(
         ["id\tprediction\n"] + [f"{e.example_id}\t{race.LABELS[int(p)]}\n"
                                  for e, p in zip(examples, predictions)]))
     # RACE test sets carry answers: the official run_race evaluates the test set with
@@ -159,7 +158,7 @@ class RaceTask(SentenceTaskData, Task):
     results = {"eval_accuracy": float(correct.mean()) if correct.size else 0.0,
                "eval_loss": float(losses.mean()) if losses.size else 0.0}
     best = _read_best_value(output_dir)
-    fileio.write_text(os.path.join(output_dir, "predict_results.txt"), "".join(
+    fileio.write_text(output_layout.path(output_dir, output_layout.PREDICT_RESULTS), "".join(
         ["***** Predict results *****\n"] + [f"{k} = {v!r}\n" for k, v in sorted(results.items())]
         + [f"best = {best!r}\n" if best is not None else ""]))
     return {"predictions": len(examples), "predict_results": results}
@@ -173,10 +172,4 @@ class RaceTask(SentenceTaskData, Task):
                                   do_lower_case=self.params.do_lower_case, precision=precision)
 
 
-def _read_best_value(output_dir):
-  """The best dev value best_trial.txt records (`<step>:<best step>:<value>`), else None."""
-  path = os.path.join(output_dir, "best_trial.txt")
-  if not os.path.exists(path):
-    return None
-  with open(path, "r", encoding="utf-8") as f:
-    return float(f.read().strip().split(":")[-1])
+_read_best_value = output_layout.read_best_trial_value  # best_trial.txt's best dev value

@@ -22,14 +22,14 @@ import re
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import tf1
 from albert_tf.errors import AlbertError
 
-BEST_CHECKPOINT = "model.ckpt-best"
+BEST_CHECKPOINT = output_layout.BEST_CHECKPOINT
 BROKEN_DIR = "broken_checkpoints"
 
 
@@ -170,8 +170,8 @@ def write_best_checkpoint(model, best_path, output_dir, best_step, label_list=No
 
 
 # ------------------------------------------------------------------------ a training run's saves
-_INPUT_STATE_DIR = "train_input_state"
-_INPUT_SIGNATURE_FILE = "input_signature.json"
+_INPUT_STATE_DIR = output_layout.INPUT_STATE_DIR
+_INPUT_SIGNATURE_FILE = output_layout.INPUT_SIGNATURE
 
 
 def _first_line(error):

@@ -61,10 +61,10 @@ import threading
 import time
 import uuid
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.errors import AlbertError
 
-LOCK_FILE = "albert_tf.lock"
+LOCK_FILE = output_layout.LOCK_FILE
 HEARTBEAT_SECONDS = 30.0
 STALE_AFTER_SECONDS = 180.0
 OBJECT_STORE_SETTLE_SECONDS = 2.0

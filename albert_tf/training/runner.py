@@ -18,7 +18,7 @@ from typing import Optional
 
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.training import checkpointing
 from albert_tf.training import output_lock
@@ -204,7 +204,8 @@ def _evaluate_latest(trainer, task, cfg):
   result = _reported(task, trainer.evaluate(cfg.eval_batch_size,
                                             max_eval_steps=cfg.max_eval_steps))
   if trainer.is_chief:
-    results_lib.write_results_file(os.path.join(cfg.output_dir, "eval_results.txt"), result)
+    results_lib.write_results_file(
+        output_layout.path(cfg.output_dir, output_layout.EVAL_RESULTS), result)
   return result
 
 
@@ -259,13 +260,11 @@ def _keep_best(trainer, task, cfg, best, lines, last_step):
                                       label_list=task.label_list)
   lines = lines + [f"best_checkpoint = {path}", f"best_step = {step}",
                    f"best_{metric} = {results_lib.format_result(value)}"]
-  fileio.write_text(os.path.join(cfg.output_dir, "eval_results.txt"), "\n".join(lines) + "\n")
-  fileio.write_text(os.path.join(cfg.output_dir, "best_trial.txt"),
-                    f"{step if last_step is None else last_step}:{step}:"
-                    f"{results_lib.format_result(value)}")
-  fileio.write_json(os.path.join(cfg.output_dir, "best_checkpoint.json"),
-                    {"checkpoint": path, "step": step, "metric": metric, "value": float(value),
-                     "result": {k: float(v) for k, v in result.items()}}, indent=2)
+  fileio.write_text(output_layout.path(cfg.output_dir, output_layout.EVAL_RESULTS),
+                    "\n".join(lines) + "\n")
+  output_layout.write_best_trial(cfg.output_dir, step if last_step is None else last_step, step,
+                                 results_lib.format_result(value))
+  output_layout.write_best_checkpoint_record(cfg.output_dir, path, step, metric, value, result)
   summary = {"best_checkpoint": path, "best_result": result}
   if outputs is not None:
     summary.update(task.write_predictions(cfg.output_dir, outputs) or {})

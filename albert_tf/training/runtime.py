@@ -9,10 +9,10 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf import fileio
+from albert_tf import fileio, output_layout
 from albert_tf.errors import AlbertError
 
-SEED_FILE = "run_seed.json"
+SEED_FILE = output_layout.SEED_FILE
 
 
 @dataclasses.dataclass

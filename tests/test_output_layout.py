@@ -1,0 +1,50 @@
+"""albert_tf/output_layout.py owns the file names of an output directory: its best_trial.txt
+reads back what it writes, and no other module spells one of its names."""
+
+import ast
+import os
+
+from albert_tf import output_layout
+from tests.test_import_layers import modules
+
+# The names a module must take from output_layout (the generic "checkpoint"/"ckpt" also name
+# other things: a `what` argument, a JSON key).
+_NAMES = {value for key, value in vars(output_layout).items()
+          if key.isupper() and isinstance(value, str)} - {"checkpoint", "ckpt"}
+
+
+def test_best_trial_round_trip(tmp_path):
+  assert output_layout.read_best_trial_value(str(tmp_path)) is None
+  output_layout.write_best_trial(str(tmp_path), 300, 200, "0.8125")
+  assert (tmp_path / "best_trial.txt").read_text() == "300:200:0.8125"
+  assert output_layout.read_best_trial_value(str(tmp_path)) == 0.8125
+
+
+def test_best_checkpoint_record(tmp_path):
+  output_layout.write_best_checkpoint_record(str(tmp_path), "out/ckpt-2", 2, "eval_accuracy",
+                                             0.5, {"eval_accuracy": 0.5, "global_step": 2})
+  assert (tmp_path / "best_checkpoint.json").read_text().startswith('{\n  "checkpoint": ')
+
+
+def _docstrings(tree):
+  return {id(node.body[0].value) for node in ast.walk(tree)
+          if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+          and node.body and isinstance(node.body[0], ast.Expr)
+          and isinstance(node.body[0].value, ast.Constant)}
+
+
+def test_no_other_module_spells_an_output_file_name():
+  assert {"best_trial.txt", "eval_results.txt", "model.ckpt-best", "label_list.json"} <= _NAMES
+  found = []
+  for name, path in modules().items():
+    # (cli/ is exempt: its flag defaults name the official tarball's files, e.g.
+    # --checkpoint_name=model.ckpt-best of export_to_tfhub.py)
+    if name == "albert_tf.output_layout" or name.startswith("albert_tf.cli."):
+      continue
+    with open(path, encoding="utf-8") as f:
+      tree = ast.parse(f.read(), path)
+    docstrings = _docstrings(tree)
+    found += [f"{os.path.relpath(path)}:{node.lineno} {node.value}" for node in ast.walk(tree)
+              if isinstance(node, ast.Constant) and node.value in _NAMES
+              and id(node) not in docstrings]
+  assert found == []

@@ -3,7 +3,7 @@ older `python -m albert_tf.convert_checkpoint`). Flags -> one `convert()` call."
 
 from absl import flags
 
-from albert_tf.checkpoints.convert import FORMATS, convert
+from albert_tf.checkpoints.conversion import FORMATS, convert
 from albert_tf.checkpoints.model_source import MODEL_TYPES
 from albert_tf.cli.flags import require_flags, run_command
 

@@ -32,6 +32,7 @@ from absl import app
 from absl import flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the baselines read records with TensorFlow
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("work_dir", "/tmp/albert_tf_bench_coherence", "Corpus, records, runs.")

@@ -12,6 +12,7 @@ Public API:
 """
 
 from albert_tf import lazy_imports
+from albert_tf import model_loader
 
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -35,3 +36,13 @@ __all__ = ["AlbertConfig", "AlbertError"] + sorted(_LAZY)
 
 
 __getattr__ = lazy_imports.module_getattr(globals(), _LAZY)
+
+
+def _model_from_pretrained(model_class, path, **kwargs):
+  """`<ModelClass>.from_pretrained(path)` (albert_tf/models/base.py) through the leaf hook."""
+  from albert_tf import pretrained  # lazy: it imports TensorFlow, which `import albert_tf` must not
+  return pretrained.model_from_pretrained(model_class, path, **kwargs)
+
+
+# Registered here: Python runs this package before any of its modules, the models included.
+model_loader.register(_model_from_pretrained)

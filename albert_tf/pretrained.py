@@ -33,9 +33,13 @@ from typing import List, Optional
 
 import numpy as np
 
-from albert_tf import kinds, output_layout
+from albert_tf import fileio, kinds, output_layout, task_labels
+from albert_tf.checkpoints import formats, hf, model_source, tf1
+from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
+from albert_tf.text.packing import encode_text_pair
+from albert_tf.text.tokenization import make_tokenizer
 
 _CONFIG_FILE = "albert_config.json"
 _SPM_FILE = "30k-clean.model"
@@ -130,7 +134,6 @@ def _load_pretrained(path, allowed_types, model_type, label_list, albert_config_
                      spm_model_file, do_lower_case):
   """from_pretrained; `allowed_types` (a model class's kinds) overrides a detected kind outside
   them, so that the strict load names the head the weights lack."""
-  from albert_tf.checkpoints import model_source  # pylint: disable=g-import-not-at-top
   found = _locate(path, albert_config_file, spm_model_file, do_lower_case)
   labels = label_list or found.label_list
   if found.model_type == "pretrainer":  # a TF-Hub module: an encoder with pretraining heads
@@ -149,7 +152,6 @@ def _load_pretrained(path, allowed_types, model_type, label_list, albert_config_
   _load(model, kind, found.checkpoint, labels)
   tokenizer = None
   if found.spm_model_file:
-    from albert_tf.text.tokenization import make_tokenizer  # pylint: disable=g-import-not-at-top
     tokenizer = make_tokenizer(found.spm_model_file, do_lower_case=found.do_lower_case,
                                albert_config=found.config)
   return PretrainedAlbert(model=model, config=found.config, tokenizer=tokenizer,
@@ -159,9 +161,7 @@ def _load_pretrained(path, allowed_types, model_type, label_list, albert_config_
 
 def _task_labels(task_name):
   """A GLUE task's class names (None for the regression task STS-B)."""
-  from albert_tf.data import glue  # pylint: disable=g-import-not-at-top
-  spec = glue.get_task(task_name)
-  return None if spec.is_regression else list(spec.labels)
+  return task_labels.glue_labels(task_name)
 
 
 # ------------------------------------------------------------------------ where things are
@@ -183,8 +183,6 @@ def _beside(directory, name, given):
 
 
 def _locate(path, albert_config_file, spm_model_file, do_lower_case):
-  from albert_tf.checkpoints import formats, hf, model_source, tf1  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import custom_task  # pylint: disable=g-import-not-at-top
   lower = True if do_lower_case is None else do_lower_case
   found = formats.directory_format(path)
   if found == formats.HUB_MODULE:
@@ -208,17 +206,16 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
                       f"albert_config_file=")
   located = _Located(AlbertConfig.from_json_file(config_file), checkpoint,
                      _beside(directory, _SPM_FILE, spm_model_file), lower)
-  recorded = _beside(directory, custom_task.LABEL_LIST_FILE, None)
+  recorded = _beside(directory, output_layout.LABEL_LIST, None)
   if recorded:  # the output dir of a run_classifier.py on your own data
-    problem_type, labels = custom_task.read_label_list(recorded)
-    located.model_type = ("regression" if problem_type == custom_task.REGRESSION
+    problem_type, labels = task_labels.read_label_list(recorded)
+    located.model_type = ("regression" if problem_type == task_labels.REGRESSION
                           else "classifier")
     located.label_list = list(labels) or None
   return located
 
 
 def _hf_lower_case(path, default):
-  from albert_tf import fileio  # pylint: disable=g-import-not-at-top
   tokenizer_config = os.path.join(path, "tokenizer_config.json")
   if os.path.exists(tokenizer_config):
     return bool(fileio.read_json(tokenizer_config).get("do_lower_case", default))
@@ -229,7 +226,6 @@ def _hf_lower_case(path, default):
 def _load(model, kind, checkpoint, label_list):
   """Every weight of the model from the checkpoint (the pretrainer and the encoder: the encoder
   at least, the pretraining heads when present); a classifier's rows in label_list's order."""
-  from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights  # pylint: disable=g-import-not-at-top
   if kind in ("pretrainer", "encoder"):
     init_from_checkpoint(model, checkpoint)
   else:
@@ -244,7 +240,6 @@ def _as_list(texts):
 def _classifier_features(tokenizer, texts_a, texts_b, max_seq_length):
   """int32 [N, max_seq_length] input_ids / input_mask / segment_ids, packed as the official
   feature writer and the serving signature pack them."""
-  from albert_tf.data.classifier_features import encode_text_pair  # pylint: disable=g-import-not-at-top
   if texts_b is not None and len(texts_b) != len(texts_a):
     raise AlbertError(f"predict(): {len(texts_a)} text_a but {len(texts_b)} text_b")
   rows = [encode_text_pair(a, None if texts_b is None else texts_b[i], max_seq_length, tokenizer)

@@ -26,17 +26,8 @@ from albert_tf import fileio
 from albert_tf.data import bucketing, record_checks
 from albert_tf.errors import AlbertError
 from albert_tf.text import packing
-
-
-def _pad(ids, max_seq_length):
-  return ids + [0] * (max_seq_length - len(ids))
-
-
-def _ids_mask_segments(tokenizer, tokens, segment_ids, max_seq_length):
-  input_ids = tokenizer.convert_tokens_to_ids(tokens)
-  input_mask = [1] * len(input_ids)
-  return (_pad(list(input_ids), max_seq_length), _pad(input_mask, max_seq_length),
-          _pad(segment_ids, max_seq_length))
+# One example's text -> ids lives with the packing rules (the top-level loader's predict() uses it).
+from albert_tf.text.packing import encode_text_pair
 
 
 def convert_classifier_example(example, label_list, max_seq_length, tokenizer):
@@ -59,22 +50,6 @@ def convert_classifier_example(example, label_list, max_seq_length, tokenizer):
               label_ids=label, is_real_example=1)
 
 
-def encode_text_pair(text_a, text_b, max_seq_length, tokenizer):
-  """`[CLS] A [SEP] (B [SEP])` ids, truncated and padded to max_seq_length as the official
-  feature writer (and the serving signature) do.
-
-  Returns:
-    {"input_ids", "input_mask", "segment_ids": [max_seq_length] python ints}.
-  """
-  tokens_a = tokenizer.tokenize(text_a)
-  tokens_b = tokenizer.tokenize(text_b) if text_b else None
-  tokens_a, tokens_b = packing.fit_classifier_tokens(tokens_a, tokens_b, max_seq_length)
-  tokens, segment_ids = packing.pack_tokens(tokens_a, tokens_b, max_seq_length)
-  input_ids, input_mask, segment_ids = _ids_mask_segments(tokenizer, tokens, segment_ids,
-                                                          max_seq_length)
-  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-
-
 def convert_race_example(example, max_seq_length, max_qa_length, tokenizer):
   """One RaceExample -> dict with [num_choices * max_seq_length] lists (official race_utils).
 
@@ -87,7 +62,7 @@ def convert_race_example(example, max_seq_length, max_qa_length, tokenizer):
     context_choice, ending_tokens = packing.fit_choice_tokens(
         context_tokens, tokenizer.tokenize(ending), max_seq_length, max_qa_length)
     tokens, segment_ids = packing.pack_tokens(context_choice, ending_tokens, max_seq_length)
-    ids, mask, segments = _ids_mask_segments(tokenizer, tokens, segment_ids, max_seq_length)
+    ids, mask, segments = packing.ids_mask_segments(tokenizer, tokens, segment_ids, max_seq_length)
     all_ids += ids
     all_mask += mask
     all_segments += segments

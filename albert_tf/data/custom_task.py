@@ -34,15 +34,15 @@ from albert_tf.data import table_files
 from albert_tf.data.glue import InputExample
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
+# The problem types and the label_list.json reader live with the GLUE label lists (a leaf, so
+# that the top-level loader reads a run's recorded labels without the data layer).
+from albert_tf.task_labels import (  # pylint: disable=unused-import
+    MULTI_LABEL, PROBLEM_TYPES, REGRESSION, SINGLE_LABEL, read_label_list)
 
 CUSTOM_TASK = "custom"
 LABEL_LIST_FILE = output_layout.LABEL_LIST
 PREDICTIONS_FILE = output_layout.PREDICTIONS
 # The task types, by the names of the HF config's `problem_type`.
-SINGLE_LABEL = "single_label_classification"
-MULTI_LABEL = "multi_label_classification"
-REGRESSION = "regression"
-PROBLEM_TYPES = (SINGLE_LABEL, MULTI_LABEL, REGRESSION)
 MULTI_LABEL_SEPARATOR = "|"  # between the labels of one TSV/CSV field (multi-label)
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -340,23 +340,6 @@ def _checked_label_list(labels, source, multi_label):
 
 def _describe(problem_type, labels):
   return "regression" if problem_type == REGRESSION else f"labels {', '.join(labels)}"
-
-
-def read_label_list(path):
-  """(problem_type, labels) recorded in a label_list.json; AlbertError if it is not one."""
-  try:
-    record = fileio.read_json(path)
-  except (ValueError, UnicodeDecodeError) as e:
-    raise AlbertError(f"{path}: not a label list (invalid JSON: {e}); remove it or use a new "
-                      "--output_dir") from None
-  problem_type = record.get("problem_type") if isinstance(record, dict) else None
-  labels = record.get("labels") if isinstance(record, dict) else None
-  if (problem_type not in PROBLEM_TYPES or not isinstance(labels, list)
-      or not all(isinstance(name, str) for name in labels)
-      or (problem_type == REGRESSION) != (not labels)):
-    raise AlbertError(f"{path}: not a label list (expected {{\"problem_type\": one of "
-                      f"{', '.join(PROBLEM_TYPES)}, \"labels\": [names]}})")
-  return problem_type, tuple(labels)
 
 
 # ------------------------------------------------------------------ the spec from options

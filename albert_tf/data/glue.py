@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Callable, ClassVar, Optional, Sequence, Union
 
-from albert_tf import fileio
+from albert_tf import fileio, task_labels
 from albert_tf.data.table_files import read_text
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
@@ -119,9 +119,9 @@ def _fmt(file, header, guid, text_a, text_b, label, num_columns=None):
   return _SplitFormat(file, header, num_columns, guid, text_a, text_b, label)
 
 
-_BINARY = ("0", "1")
-_NLI3 = ("contradiction", "entailment", "neutral")
-_NLI2 = ("entailment", "not_entailment")
+_BINARY = task_labels.BINARY
+_NLI3 = task_labels.NLI3
+_NLI2 = task_labels.NLI2
 
 
 def _pair_task(name, directory, labels, submission, placeholder, metric="eval_accuracy",
@@ -205,20 +205,13 @@ TASKS = {
         splits={"test": _fmt("diagnostic.tsv", True, 0, 1, 2, None)}),
 }
 
-# Spellings people use for the same tasks (GLUE leaderboard / HF names); the official names
-# above stay the canonical ones (they name the cached TFRecords).
-_ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "mnli-m": "mnli", "mnli_matched": "mnli",
-            "mnli-mm": "mismnli", "mnli_mismatched": "mismnli", "diagnostic": "ax"}
+# The task names, their labels and aliases are albert_tf/task_labels.py's (the top-level loader
+# reads them there); tests/data/test_glue.py checks that TASKS agrees.
 
 
 def get_task(task_name):
   """Returns the GlueTaskSpec for `task_name` (case-insensitive); AlbertError lists known ones."""
-  key = (task_name or "").strip().lower()
-  key = _ALIASES.get(key, key)
-  if key not in TASKS:
-    raise AlbertError(f"--task_name={task_name!r} is not a known GLUE task; known tasks: "
-                      f"{', '.join(sorted(TASKS))}")
-  return TASKS[key]
+  return TASKS[task_labels.glue_task_name(task_name)]
 
 
 def split_path(data_dir, task, split):

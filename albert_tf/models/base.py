@@ -7,6 +7,7 @@ Keras config round trip, the kinds the class builds (albert_tf/kinds.py) and
 
 import tf_keras
 
+from albert_tf import model_loader
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.encoder import AlbertEncoder
 
@@ -53,7 +54,6 @@ class AlbertModel(tf_keras.Model):
   def from_pretrained(cls, path, **kwargs):
     """The model stored at `path`, in any form `albert_tf.from_pretrained` reads; it must be
     of this class (see albert_tf.pretrained.model_from_pretrained for the arguments)."""
-    # Public convenience on the class; loading belongs to the top-level loader above models,
-    # so it is imported here, when a model is loaded, never when the models are imported.
-    from albert_tf import pretrained  # pylint: disable=g-import-not-at-top
-    return pretrained.model_from_pretrained(cls, path, **kwargs)
+    # Public convenience on the class; loading belongs to the top-level loader above the models,
+    # which the package registers in the leaf albert_tf/model_loader.py (no upward import).
+    return model_loader.load_model(cls, path, **kwargs)

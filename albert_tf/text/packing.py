@@ -58,6 +58,37 @@ def pack_tokens(tokens_a, tokens_b, max_seq_length):
   return tokens, segment_ids
 
 
+
+def pad_ids(ids, max_seq_length):
+  """ids + 0s up to max_seq_length."""
+  return ids + [0] * (max_seq_length - len(ids))
+
+
+def ids_mask_segments(tokenizer, tokens, segment_ids, max_seq_length):
+  """Packed tokens -> ([max_seq_length] input_ids, input_mask, segment_ids), padded with 0."""
+  input_ids = tokenizer.convert_tokens_to_ids(tokens)
+  input_mask = [1] * len(input_ids)
+  return (pad_ids(list(input_ids), max_seq_length), pad_ids(input_mask, max_seq_length),
+          pad_ids(segment_ids, max_seq_length))
+
+
+def encode_text_pair(text_a, text_b, max_seq_length, tokenizer):
+  """`[CLS] A [SEP] (B [SEP])` ids, truncated and padded to max_seq_length as the official
+  feature writer (and the serving signature) do.
+
+  tokenizer: has tokenize(text) and convert_tokens_to_ids(tokens).
+  Returns:
+    {"input_ids", "input_mask", "segment_ids": [max_seq_length] python ints}.
+  """
+  tokens_a = tokenizer.tokenize(text_a)
+  tokens_b = tokenizer.tokenize(text_b) if text_b else None
+  tokens_a, tokens_b = fit_classifier_tokens(tokens_a, tokens_b, max_seq_length)
+  tokens, segment_ids = pack_tokens(tokens_a, tokens_b, max_seq_length)
+  input_ids, input_mask, segment_ids = ids_mask_segments(tokenizer, tokens, segment_ids,
+                                                         max_seq_length)
+  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+
+
 # ----------------------------------------------------------------------------- ragged tensors
 
 

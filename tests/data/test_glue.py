@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from albert_tf import task_labels
 from albert_tf.data import glue
 from albert_tf.errors import AlbertError
 from tests.helpers import finetune
@@ -117,3 +118,12 @@ def test_submission_file_format(tmp_path):
   glue.write_submission(path, glue.get_task("sts-b"), examples, [2.25, 7.0])
   assert open(path).read() == "index\tprediction\n10\t2.250\n11\t5.000\n"
   assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_task_specs_agree_with_the_leaf_label_lists():
+  # from_pretrained(task_name=...) reads albert_tf/task_labels.py; the readers' specs must match.
+  assert {name: tuple(spec.labels) for name, spec in glue.TASKS.items()} == \
+      task_labels.GLUE_LABELS
+  for alias, name in task_labels.GLUE_ALIASES.items():
+    assert glue.get_task(alias) is glue.TASKS[name]
+    assert task_labels.glue_labels(alias) == (list(glue.TASKS[name].labels) or None)

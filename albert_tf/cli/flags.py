@@ -139,6 +139,10 @@ def define_export_flags():
   _define(flags.DEFINE_enum, "tflite_quantize", "none", ["none", "dynamic"],
           "Extra: the --export_dir step also writes albert_model.tflite (batch 1, token ids in); "
           "none: float32 weights, dynamic: int8 weights (about 4x smaller, float activations).")
+  _define(flags.DEFINE_integer, "tflite_batch_size", 1,
+          "Extra: the batch dimension of albert_model.tflite: 1 (the on-device file, every shape "
+          "fixed), another fixed batch, or 0 for any batch (a dynamic batch dimension, for "
+          "batched CPU serving with --tflite_quantize=dynamic).", lower_bound=0)
 
 
 # run_classifier's flags for a task on the user's own files rather than a GLUE task.
@@ -271,7 +275,7 @@ def job_config(f=FLAGS, **values):
       train_batch_size=f.train_batch_size, predict_batch_size=f.predict_batch_size,
       learning_rate=f.learning_rate, save_checkpoints_steps=f.save_checkpoints_steps,
       export_dir=f.export_dir, export_precision=f.export_precision,
-      tflite_quantize=f.tflite_quantize)
+      tflite_quantize=f.tflite_quantize, tflite_batch_size=f.tflite_batch_size)
   common.update(values)
   return RunConfig(**common)
 

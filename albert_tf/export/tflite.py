@@ -1,12 +1,16 @@
 """TFLite files of fine-tuned models, for phones and other devices.
 
-  write_tflite(model, "albert_model.tflite", max_seq_length=128, quantize="none"|"dynamic")
+  write_tflite(model, "albert_model.tflite", max_seq_length=128, quantize="none"|"dynamic",
+               batch_size=1)
 
-One signature, `serving_default`, batch 1, token ids in (int32; the on-device app tokenizes):
-  classifier / SQuAD   input_ids, input_mask, segment_ids [1, max_seq_length]
-                       (SQuAD v2.0 also p_mask [1, max_seq_length], 1 = not in an answer)
-  multiple choice      input_ids, input_mask, segment_ids [1, num_choices, max_seq_length]
-and the model's outputs, as its SavedModel gives them:
+One signature, `serving_default`, token ids in (int32; the app tokenizes), batch `batch_size`:
+  classifier / SQuAD   input_ids, input_mask, segment_ids [batch, max_seq_length]
+                       (SQuAD v2.0 also p_mask [batch, max_seq_length], 1 = not in an answer)
+  multiple choice      input_ids, input_mask, segment_ids [batch, num_choices, max_seq_length]
+batch_size=1 (the default) is the on-device file: every shape fixed. batch_size=None gives a
+dynamic batch dimension (shape signature -1) for batched CPU serving: the interpreter resizes
+to each call's batch (`get_signature_runner()` does so itself), the same ops at any batch.
+And the model's outputs, as its SavedModel gives them:
   classifier / multiple choice   logits, probabilities (float32)
   SQuAD v1.1                     start_logits, end_logits [1, max_seq_length]
   SQuAD v2.0                     start_top_log_probs, start_top_index, end_top_log_probs,
@@ -22,8 +26,9 @@ tf.debugging asserts, so the SavedModel's in-graph checks cannot come along):
   * an input_mask or p_mask value other than 0 or 1: the masks are looked up in the table
     [0, 1] first (`only_zero_or_one`), so it is the same GATHER error. Without it the model
     answers: a mask of 2 turns the attention bias (1 - mask) * -10000 into +10000.
-  * another shape: the signature runner resizes the input tensors to what it is given, and
-    preparing the fixed-shape graph then fails (RESHAPE "num_input_elements !=
+  * another shape (with a dynamic batch: another shape but the batch): the signature runner
+    resizes the input tensors to what it is given, and preparing the fixed-shape graph then
+    fails (RESHAPE "num_input_elements !=
     num_output_elements", ADD "not broadcastable", or "XNNPack delegate failed to reshape"): a
     different batch, seq_len or choice count, or one input differing from the others.
     What runs is an input of the right number of values in another layout with the same
@@ -52,15 +57,16 @@ def input_names(model):
   return _TOKEN_INPUTS
 
 
-def input_shape(model, max_seq_length):
-  """[1, num_choices, max_seq_length] for multiple choice, else [1, max_seq_length]."""
+def input_shape(model, max_seq_length, batch_size=1):
+  """[batch_size, num_choices, max_seq_length] for multiple choice, else [batch_size,
+  max_seq_length] (batch_size None: a dynamic batch)."""
   from albert_tf.models import AlbertMultipleChoice  # pylint: disable=g-import-not-at-top
   if isinstance(model, AlbertMultipleChoice):
-    return [1, model.num_choices, max_seq_length]
-  return [1, max_seq_length]
+    return [batch_size, model.num_choices, max_seq_length]
+  return [batch_size, max_seq_length]
 
 
-def _check_model(model, max_seq_length):
+def _check_model(model, max_seq_length, batch_size):
   # pylint: disable-next=g-import-not-at-top
   from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
   if not isinstance(model, (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel)):
@@ -71,6 +77,10 @@ def _check_model(model, max_seq_length):
       1 <= max_seq_length <= limit):
     raise AlbertError(f"max_seq_length={max_seq_length!r} is invalid for TFLite export: "
                       f"expected an integer in [1, {limit}] (max_position_embeddings)")
+  if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                 or batch_size < 1):
+    raise AlbertError(f"batch_size={batch_size!r} is invalid for TFLite export: expected a "
+                      f"positive integer, or None for a dynamic batch")
 
 
 def only_zero_or_one(mask):
@@ -82,15 +92,16 @@ def only_zero_or_one(mask):
   return tf.gather(tf.constant([0, 1], mask.dtype), mask)
 
 
-def tflite_bytes(model, max_seq_length, quantize="none"):
+def tflite_bytes(model, max_seq_length, quantize="none", batch_size=1):
   """The .tflite flatbuffer of `model` (see the module docstring)."""
   if quantize not in QUANTIZE_MODES:
     raise AlbertError(f"--tflite_quantize={quantize!r} is invalid: expected one of "
                       f"{', '.join(QUANTIZE_MODES)}")
-  _check_model(model, max_seq_length)
+  _check_model(model, max_seq_length, batch_size)
   model = serving_copy(model, "fp32")
   names = input_names(model)
-  specs = [tf.TensorSpec(input_shape(model, max_seq_length), tf.int32, name=n) for n in names]
+  shape = input_shape(model, max_seq_length, batch_size)
+  specs = [tf.TensorSpec(shape, tf.int32, name=n) for n in names]
 
   def run(*tensors):
     inputs = {name: only_zero_or_one(value) if name in _MASK_INPUTS else value
@@ -115,7 +126,7 @@ def tflite_bytes(model, max_seq_length, quantize="none"):
   return converter.convert()
 
 
-def write_tflite(model, path, max_seq_length, quantize="none"):
+def write_tflite(model, path, max_seq_length, quantize="none", batch_size=1):
   """Writes `model` as a TFLite file at `path`, atomically (a temp file renamed into place).
 
   Args:
@@ -124,10 +135,11 @@ def write_tflite(model, path, max_seq_length, quantize="none"):
       created if needed.
     max_seq_length: the fixed sequence length of the inputs.
     quantize: "none" (float32) or "dynamic" (int8 weights, float activations).
+    batch_size: the fixed batch of the inputs, or None for a dynamic batch dimension.
   Returns:
     path.
   Raises:
-    AlbertError: another model type, a bad max_seq_length or quantize value.
+    AlbertError: another model type, a bad max_seq_length, quantize or batch_size value.
   """
-  data = tflite_bytes(model, max_seq_length, quantize)
+  data = tflite_bytes(model, max_seq_length, quantize, batch_size)
   return fileio.write_bytes(os.fspath(path), data)

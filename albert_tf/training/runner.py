@@ -60,6 +60,7 @@ class RunConfig:
   export_dir: Optional[str] = None
   export_precision: str = "fp32"
   tflite_quantize: str = "none"
+  tflite_batch_size: int = 1  # 0: a dynamic batch dimension
 
   def __post_init__(self):
     if not self.output_dir:
@@ -305,5 +306,6 @@ def _export(task, cfg):
   # The TFLite file sits beside the numbered SavedModel versions (which TF Serving reads), as
   # the official v1 SQuAD export's albert_model.tflite.
   tflite = write_tflite(model, os.path.join(cfg.export_dir, TFLITE_FILE),
-                        max_seq_length=task.max_seq_length, quantize=cfg.tflite_quantize)
+                        max_seq_length=task.max_seq_length, quantize=cfg.tflite_quantize,
+                        batch_size=cfg.tflite_batch_size or None)
   return {"export_dir": version_dir, "tflite": tflite}

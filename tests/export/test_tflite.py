@@ -116,3 +116,43 @@ def test_written_atomically_and_bad_arguments_refused(tmp_path):
   with pytest.raises(AlbertError, match="not AlbertEncoder"):
     write_tflite(model.encoder, tmp_path / "x.tflite", 8)
   assert not (tmp_path / "x.tflite").exists()
+
+
+@pytest.mark.parametrize("kind", ["classifier", "squad_v2"])
+def test_dynamic_batch_file_serves_any_batch(kind, tmp_path):
+  """batch_size=None: one file, shape signature -1 in the batch; each batch gives what the
+  Keras model gives for it (fp32), and rows do not depend on their neighbours."""
+  model = make_model(kind)
+  path = write_tflite(model, tmp_path / "batched.tflite", SEQ, batch_size=None)
+  interpreter = Interpreter(model_path=str(path))
+  assert [list(d["shape_signature"]) for d in interpreter.get_input_details()] == [
+      [-1, SEQ]] * (4 if kind == "squad_v2" else 3)
+  runner = interpreter.get_signature_runner("serving_default")
+  for batch in (3, 1, 5):  # shrinking and growing between calls
+    inputs = make_inputs([batch, SEQ], kind == "squad_v2", seed=batch)
+    inputs["input_mask"][0, 6:] = 0  # one row shorter than the others
+    got = runner(**inputs)
+    expected = {k: v.numpy() for k, v in model(inputs, training=False).items()}
+    for key, value in expected.items():
+      assert got[key].shape == value.shape, (batch, key)
+      if not key.endswith("_index"):
+        np.testing.assert_allclose(got[key], value, rtol=0, atol=FP32_TOLERANCE,
+                                   err_msg=f"batch {batch} {key}")
+    if kind == "classifier":  # batch 1 of the first row alone gives that row's answer
+      alone = runner(**{k: v[:1] for k, v in inputs.items()})
+      np.testing.assert_allclose(alone["probabilities"][0], got["probabilities"][0], atol=1e-6)
+
+
+def test_fixed_batch_file_refuses_other_batches_and_bad_batch_size(tmp_path):
+  model = make_model("classifier")
+  path = write_tflite(model, tmp_path / "b2.tflite", SEQ, batch_size=2)
+  interpreter = Interpreter(model_path=str(path))
+  assert [list(d["shape_signature"]) for d in interpreter.get_input_details()] == [[2, SEQ]] * 3
+  runner = interpreter.get_signature_runner("serving_default")
+  assert runner(**make_inputs([2, SEQ], False))["probabilities"].shape == (2, 3)
+  with pytest.raises(RuntimeError):
+    runner(**make_inputs([3, SEQ], False))
+  for bad in (0, -1, 2.0, True):
+    with pytest.raises(AlbertError, match=rf"batch_size={bad!r} is invalid for TFLite export: "
+                       "expected a positive integer, or None for a dynamic batch"):
+      write_tflite(model, tmp_path / "x.tflite", SEQ, batch_size=bad)

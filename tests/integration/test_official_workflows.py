@@ -235,7 +235,9 @@ def test_export_dir_is_a_tf_serving_base_path_with_tflite(glue_setup, tmp_path):
   assert "Exported SavedModel version" in proc.stdout + proc.stderr
   _assert_no_tensorflow_logs(proc.stdout + proc.stderr)
   # Exporting again (e.g. after more training) adds a newer version; TF Serving serves the max.
-  proc = _script("run_classifier.py", args[:-4] + [f"--export_dir={export}"], tmp_path)
+  # This time the TFLite file takes any batch (--tflite_batch_size=0).
+  proc = _script("run_classifier.py", args[:-4] + [f"--export_dir={export}",
+                                                   "--tflite_batch_size=0"], tmp_path)
   assert proc.returncode == 0, proc.stderr[-3000:]
   versions = sorted(int(p) for p in os.listdir(export) if p.isdigit())
   assert len(versions) == 2 and versions[0] < versions[1]
@@ -251,11 +253,14 @@ def test_export_dir_is_a_tf_serving_base_path_with_tflite(glue_setup, tmp_path):
       name: tf.train.Feature(int64_list=tf.train.Int64List(value=value[0].tolist()))
       for name, value in (("input_ids", ids), ("input_mask", np.ones_like(ids)),
                           ("segment_ids", segments))})).SerializeToString()
-  outputs = served(examples=tf.constant([example]))
+  outputs = served(examples=tf.constant([example, example]))
   # The official export's output names.
-  assert outputs["predictions"].numpy().tolist() == [int(np.argmax(outputs["probabilities"][0]))]
-  runner = Interpreter(model_path=str(export / "albert_model.tflite")).get_signature_runner(
-      "serving_default")
-  lite = runner(input_ids=ids.astype(np.int32), input_mask=np.ones_like(ids, np.int32),
-                segment_ids=segments.astype(np.int32))
+  assert outputs["predictions"].numpy().tolist() == [
+      int(np.argmax(outputs["probabilities"][0]))] * 2
+  interpreter = Interpreter(model_path=str(export / "albert_model.tflite"))
+  assert [list(d["shape_signature"]) for d in interpreter.get_input_details()] == [[-1, 24]] * 3
+  runner = interpreter.get_signature_runner("serving_default")
+  pair = {name: np.concatenate([value] * 2).astype(np.int32) for name, value in (
+      ("input_ids", ids), ("input_mask", np.ones_like(ids)), ("segment_ids", segments))}
+  lite = runner(**pair)
   np.testing.assert_allclose(lite["probabilities"], outputs["probabilities"].numpy(), atol=1e-5)

@@ -1,0 +1,28 @@
+"""The command line of `python -m albert_tf.tools.build_corpus`: its flags (defined only when it
+runs) and their conversion into one call of
+albert_tf.tools.docstring_corpus.build_docstring_corpus."""
+
+from absl import flags
+
+from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.tools.docstring_corpus import build_docstring_corpus
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  flags.DEFINE_string("output_file", None, "Text file to write (one sentence per line, blank "
+                      "line between documents).")
+  flags.DEFINE_float("max_mb", 8.0, "Stop at this many megabytes.")
+
+
+def _build_corpus(argv):
+  del argv
+  require_flags(("output_file",))
+  written = build_docstring_corpus(FLAGS.output_file, max_bytes=int(FLAGS.max_mb * 1e6))
+  print(f"wrote {written / 1e6:.1f} MB of docstring sentences to {FLAGS.output_file}")
+
+
+def main():
+  """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
+  run_command(define_flags, _build_corpus)

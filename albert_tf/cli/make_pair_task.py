@@ -1,0 +1,32 @@
+"""The command line of `python -m albert_tf.tools.make_pair_task`: its flags (defined only when
+it runs) and their conversion into one call of albert_tf.tools.pair_task.write_mrpc_task."""
+
+from absl import flags
+
+from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.tools.pair_task import write_mrpc_task
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  flags.DEFINE_string("input_file", None, "Corpus: one sentence per line, blank line between "
+                      "documents.")
+  flags.DEFINE_string("output_dir", None, "Directory for train.tsv, dev.tsv and test.tsv.")
+  flags.DEFINE_integer("num_train", 2000, "Training pairs.")
+  flags.DEFINE_integer("num_dev", 400, "Development pairs.")
+  flags.DEFINE_integer("num_test", 100, "Test pairs (unlabelled, as GLUE's).")
+  flags.DEFINE_integer("random_seed", 12345, "Seed of the pair draw.")
+
+
+def _make_pair_task(argv):
+  del argv
+  require_flags(("input_file", "output_dir"))
+  counts = write_mrpc_task(FLAGS.input_file, FLAGS.output_dir, FLAGS.num_train, FLAGS.num_dev,
+                           FLAGS.num_test, FLAGS.random_seed)
+  print(f"wrote {counts} sentence pairs (MRPC format) to {FLAGS.output_dir}")
+
+
+def main():
+  """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
+  run_command(define_flags, _make_pair_task)

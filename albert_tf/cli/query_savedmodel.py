@@ -1,0 +1,49 @@
+"""The command line of `python -m albert_tf.tools.query_savedmodel`: its flags (defined only when
+it runs) and their conversion into one call of albert_tf.tools.savedmodel_query.query."""
+
+from absl import flags
+
+from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.errors import AlbertError
+from albert_tf.tools import savedmodel_query
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  flags.DEFINE_string("export_dir", None, "SavedModel directory written by --export_dir.")
+  flags.DEFINE_multi_string("text_a", [], "First sentence(s).")
+  flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a (sentence-pair "
+                            "models; none for a single-sentence export).")
+  flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, "
+                      "text_b).")
+  flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send.")
+
+
+def _query_savedmodel(argv):
+  del argv
+  require_flags(("export_dir",))
+  if FLAGS.pair_file:
+    rows = savedmodel_query.read_pairs(FLAGS.pair_file, FLAGS.num_pairs)
+  else:
+    if not FLAGS.text_a:
+      raise AlbertError("give --text_a (and --text_b for a sentence-pair model) or --pair_file")
+    texts_b = list(FLAGS.text_b)
+    if any(texts_b) and len(texts_b) != len(FLAGS.text_a):
+      raise AlbertError(f"{len(FLAGS.text_a)} --text_a but {len(texts_b)} --text_b: give one "
+                        f"--text_b per --text_a, or none for a single-sentence model")
+    if not any(texts_b):
+      texts_b = [""] * len(FLAGS.text_a)  # single sentences (a pair model reads "" as no text_b)
+    rows = [(None, a, b) for a, b in zip(FLAGS.text_a, texts_b)]
+  outputs = savedmodel_query.query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
+  for i, (gold, a, b) in enumerate(rows):
+    label = outputs["label"][i].decode()
+    probability = outputs["probabilities"][i].max()
+    gold_text = f"  (gold {gold})" if gold is not None else ""
+    second = f"B: {b[:90]}\n" if b else ""
+    print(f"A: {a[:90]}\n{second}-> label {label} with p={probability:.2f}{gold_text}\n")
+
+
+def main():
+  """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
+  run_command(define_flags, _query_savedmodel)

@@ -1,0 +1,28 @@
+"""The command line of `python -m albert_tf.tools.train_spm`: its flags (defined only when it
+runs) and their conversion into one call of albert_tf.text.train_sentencepiece."""
+
+from absl import flags
+
+from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.text import train_sentencepiece
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  flags.DEFINE_string("input_file", None, "Comma-separated text files, one sentence per line.")
+  flags.DEFINE_string("model_prefix", None, "Writes <prefix>.model and <prefix>.vocab.")
+  flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size (30000 for the released models).")
+
+
+def _train_spm(argv):
+  del argv
+  require_flags(("input_file", "model_prefix"))
+  path = train_sentencepiece(FLAGS.input_file.split(","), FLAGS.model_prefix,
+                             vocab_size=FLAGS.vocab_size)
+  print(f"wrote SentencePiece model {path}")
+
+
+def main():
+  """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
+  run_command(define_flags, _train_spm)

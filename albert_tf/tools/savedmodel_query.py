@@ -1,0 +1,70 @@
+"""Queries an exported classifier SavedModel with raw sentence pairs, as a client would.
+
+  python -m albert_tf.tools.query_savedmodel --export_dir=export \
+      --text_a="The cat sat." --text_b="It was tired."
+  python -m albert_tf.tools.query_savedmodel --export_dir=cola_export --text_a="The cat sat."
+  python -m albert_tf.tools.query_savedmodel --export_dir=export --pair_file=glue/MRPC/dev.tsv
+  (the command's flags: albert_tf/cli/query_savedmodel.py)
+
+Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph SentencePiece ops)
+and calls its `serving_default` signature, which takes raw text; nothing of albert_tf is needed.
+"""
+
+import csv
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (registers the SentencePiece ops)
+
+from albert_tf.errors import AlbertError
+from albert_tf.export.saved_model_writer import latest_export
+
+
+def read_pairs(path, limit):
+  """(gold label or None, text_a, text_b) from an MRPC-format file."""
+  rows = []
+  with open(path, encoding="utf-8") as f:
+    for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
+      if n == 0:
+        continue
+      if len(row) != 5:
+        raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
+      rows.append((row[0], row[3], row[4]))
+      if len(rows) == limit:
+        break
+  return rows
+
+
+def query(export_dir, texts_a, texts_b):
+  """Calls serving_default; returns its outputs as numpy arrays.
+
+  texts_b: the second sentences (one per text_a) of a pair model; None or empty for a
+    single-sentence export (CoLA, SST-2, a text-only custom task), whose signature takes text_a
+    only.
+
+  export_dir: a SavedModel, or a TF Serving base path (its newest version is queried).
+  """
+  path = latest_export(export_dir)
+  if path is None:
+    raise AlbertError(f"{export_dir}: no SavedModel (saved_model.pb) and no numbered version "
+                      f"directory in it")
+  export_dir = path
+  try:
+    loaded = tf.saved_model.load(export_dir)
+  except (OSError, IOError) as e:
+    raise AlbertError(f"{export_dir}: cannot load SavedModel ({e})") from None
+  serve = loaded.signatures["serving_default"]
+  takes = set(serve.structured_input_signature[1])
+  if "text_a" not in takes:
+    raise AlbertError(f"{export_dir}: serving_default takes {', '.join(sorted(takes))}, not "
+                      f"text_a/text_b (not a sentence classifier export)")
+  inputs = {"text_a": tf.constant(list(texts_a))}
+  texts_b = list(texts_b) if texts_b else []
+  if "text_b" in takes:
+    # A pair model given one sentence: an empty text_b, as the official conversion reads it.
+    inputs["text_b"] = tf.constant(texts_b or [""] * len(texts_a))
+  elif any(texts_b):
+    raise AlbertError(f"{export_dir}: a single-sentence classifier (its serving_default takes "
+                      f"text_a only); drop --text_b")
+  outputs = serve(**inputs)
+  return {k: v.numpy() for k, v in outputs.items()}
+

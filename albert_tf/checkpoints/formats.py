@@ -4,9 +4,12 @@
   TF2         one of ours, object-based (`tf.train.Checkpoint(model=...)`)
   HF          an HF transformers directory (`config.json` + `model.safetensors`)
   HUB_MODULE  a TF-Hub module / SavedModel directory (the official TF1 modules, our exports)
+  TARBALL     an official tarball directory, untarred (albert_base_v2.tar.gz, ...): read only
 
-An official tarball directory (`albert_config.json`, `30k-clean.model`, `model.ckpt-best`) is a
-TF1 checkpoint with its config beside it: `config()` reads that file.
+An official tarball directory holds `albert_config.json`, `30k-clean.model` / `30k-clean.vocab`
+and the weights with the official TF1 names: `model.ckpt-best` (the v2 tarballs) or, in the v1
+tarballs, a TF1 TF-Hub module's `variables/variables`. A TF1 or TF2 checkpoint prefix reads its
+config from the `albert_config.json` beside it too.
 
 Each adapter answers `config()`, `kind(model_type=None)` (the model it holds, albert_tf.kinds,
 with a classifier's number of classes), `load_into(model, label_list=None)` (every weight of
@@ -18,9 +21,11 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import kinds
+from albert_tf import kinds, output_layout
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import hub_module
+from albert_tf.checkpoints import integrity
+from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints import tf2
 from albert_tf.config import AlbertConfig
@@ -30,8 +35,12 @@ TF1 = "tf1"
 TF2 = "tf2"
 HF = "hf"
 HUB_MODULE = "hub_module"
+TARBALL = "tarball"
 
 CONFIG_FILE = "albert_config.json"  # beside a TF1/TF2 checkpoint (official tarballs, our runs)
+SPM_FILE = "30k-clean.model"  # the SentencePiece model of an official tarball
+# The weights of an official tarball directory, first found wins: v2, then v1 (a TF-Hub module's).
+TARBALL_CHECKPOINTS = (output_layout.BEST_CHECKPOINT, os.path.join("variables", "variables"))
 
 # (a part of a variable name, the kind), first match wins: official TF1 names, then our TF2
 # object paths. The unscoped official GLUE / RACE `output_weights` is handled apart.
@@ -52,6 +61,14 @@ def is_saved_model_directory(path):
   return os.path.isdir(path) and os.path.exists(os.path.join(path, "saved_model.pb"))
 
 
+def is_tarball_directory(path):
+  """A directory with albert_config.json that is not a run's: no `checkpoint` state file and no
+  numbered checkpoints (an official tarball, untarred; its weights are checked by TarballFormat)."""
+  return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
+          and not os.path.exists(os.path.join(path, output_layout.CHECKPOINT_STATE))
+          and not integrity.numbered_checkpoints(path))
+
+
 def directory_format(path, hub_modules=True):
   """HUB_MODULE or HF for a directory that its own loader reads whole, else None (a TF
   checkpoint prefix or a directory of checkpoints). hub_modules=False: a SavedModel directory
@@ -68,13 +85,16 @@ def detect(path, what="checkpoint", hub_modules=True):
   """The adapter for the checkpoint at `path`.
 
   Args:
-    path: a TF1/TF2 checkpoint prefix or directory, an HF directory or a TF-Hub module.
+    path: a TF1/TF2 checkpoint prefix or directory, an HF directory, a TF-Hub module or an
+      official tarball directory.
     what: how errors name the path (e.g. "--init_checkpoint").
     hub_modules: False for callers that never read a TF-Hub module.
   Raises:
     AlbertError: no readable checkpoint at path (a TF checkpoint is verified whole).
   """
   path = os.fspath(path)
+  if is_tarball_directory(path):  # before HUB_MODULE: a v1 tarball is a TF-Hub module too
+    return TarballFormat(path, what)
   found = directory_format(path, hub_modules)
   if found == HUB_MODULE:
     return HubModuleFormat(path)
@@ -86,7 +106,8 @@ def detect(path, what="checkpoint", hub_modules=True):
 
 def adapter_class(name):
   """The adapter class of a format name (to `save` into it)."""
-  return {TF1: Tf1Format, TF2: Tf2Format, HF: HfFormat, HUB_MODULE: HubModuleFormat}[name]
+  return {TF1: Tf1Format, TF2: Tf2Format, HF: HfFormat, HUB_MODULE: HubModuleFormat,
+          TARBALL: TarballFormat}[name]
 
 
 class CheckpointFormat:
@@ -232,6 +253,61 @@ class HubModuleFormat(CheckpointFormat):
   def save(model, path, label_list=None):
     raise AlbertError(f"{path}: TF-Hub modules are written by export_savedmodel.py "
                       "(--export_format), not by the checkpoint converter")
+
+
+class TarballFormat(_TfFormat):
+  """An official tarball directory, untarred (read only): its albert_config.json, its
+  SentencePiece model and the TF1 weights of TARBALL_CHECKPOINTS (`path` is their prefix)."""
+
+  name = TARBALL
+
+  def __init__(self, directory, what="checkpoint"):
+    """Raises AlbertError: no weights in the directory, or weights that do not read whole."""
+    self.directory = directory
+    self.config_file = os.path.join(directory, CONFIG_FILE)
+    prefix = next((os.path.join(directory, name) for name in TARBALL_CHECKPOINTS
+                   if os.path.exists(os.path.join(directory, name) + integrity.INDEX_SUFFIX)),
+                  None)
+    if prefix is None:
+      expected = " or ".join(name + integrity.INDEX_SUFFIX for name in TARBALL_CHECKPOINTS)
+      raise AlbertError(f"{what} {directory}: has {CONFIG_FILE} but no checkpoint (an official "
+                        f"tarball directory holds {expected})")
+    integrity.verify_checkpoint(prefix, what)
+    super().__init__(prefix)
+
+  def config(self):
+    return AlbertConfig.from_json_file(self.config_file)
+
+  def spm_model_file(self):
+    """The tarball's 30k-clean.model, or None when it is not there."""
+    path = os.path.join(self.directory, SPM_FILE)
+    return path if os.path.exists(path) else None
+
+  def load_into(self, model, label_list=None):
+    """Every weight of `model`, built from `config()`; the checkpoint must hold no encoder
+    variable that the config has no place for (e.g. a second group).
+
+    Raises:
+      AlbertError: naming albert_config.json and the checkpoint, when they do not match.
+    """
+    try:
+      report = tf1.load_tf1_checkpoint(model, self.path)
+      _refuse_missing(report, self.path)
+      extra = [n for n in report.unexpected
+               if n.startswith((official_names.ENCODER_SCOPE,
+                                tf1.HUB_SCOPE + official_names.ENCODER_SCOPE))]
+      if extra:
+        raise AlbertError(f"{self.path}: holds {len(extra)} encoder variables this config has "
+                          f"no place for, e.g. {extra[0]}")
+    except AlbertError as e:
+      raise AlbertError(f"{self.config_file} does not match the checkpoint beside it: {e}"
+                        ) from None
+    return report
+
+  @staticmethod
+  def save(model, path, label_list=None):
+    raise AlbertError(f"{path}: official tarball directories are read only; write the "
+                      f"{TF1} format (a checkpoint prefix with {CONFIG_FILE} beside it)")
 
 
 def _refuse_missing(report, path):

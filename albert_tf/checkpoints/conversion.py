@@ -45,7 +45,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
 FORMATS = (formats.TF1, formats.TF2, formats.HF)  # the formats written
-_DEFAULT_OUTPUT = {"tf1": "tf2", "tf2": "tf1", "hf": "tf1"}
+_DEFAULT_OUTPUT = {"tf1": "tf2", "tf2": "tf1", "hf": "tf1", formats.TARBALL: "tf2"}
 
 
 def input_format(path):
@@ -142,6 +142,8 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
     config = AlbertConfig.from_json_file(config_file)
   elif fmt == "hf":
     config = hf.config_from_hf(input_path)
+  elif fmt == formats.TARBALL:
+    config = formats.TarballFormat(input_path).config()  # the tarball's albert_config.json
   else:
     raise AlbertError("--albert_config_file is required for a TF1 or TF2 input")
   own_labels = hf.hf_label_names(input_path) if fmt == "hf" else None  # id2label's names

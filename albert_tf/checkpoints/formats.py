@@ -261,13 +261,21 @@ class TarballFormat(_TfFormat):
 
   name = TARBALL
 
-  def __init__(self, directory, what="checkpoint"):
-    """Raises AlbertError: no weights in the directory, or weights that do not read whole."""
+  def __init__(self, path, what="checkpoint"):
+    """path: the directory, or the prefix of its weights (what `path` is after detect).
+
+    Raises:
+      AlbertError: no weights in the directory, or weights that do not read whole.
+    """
+    directory, prefix = path, None
+    for name in TARBALL_CHECKPOINTS:
+      if not os.path.isdir(path) and path.endswith(os.sep + name):
+        directory, prefix = path[:-len(os.sep + name)], path
     self.directory = directory
     self.config_file = os.path.join(directory, CONFIG_FILE)
-    prefix = next((os.path.join(directory, name) for name in TARBALL_CHECKPOINTS
-                   if os.path.exists(os.path.join(directory, name) + integrity.INDEX_SUFFIX)),
-                  None)
+    prefix = prefix or next(
+        (os.path.join(directory, name) for name in TARBALL_CHECKPOINTS
+         if os.path.exists(os.path.join(directory, name) + integrity.INDEX_SUFFIX)), None)
     if prefix is None:
       expected = " or ".join(name + integrity.INDEX_SUFFIX for name in TARBALL_CHECKPOINTS)
       raise AlbertError(f"{what} {directory}: has {CONFIG_FILE} but no checkpoint (an official "

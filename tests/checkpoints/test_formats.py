@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from albert_tf import kinds, models
+from albert_tf.checkpoints import conversion
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
@@ -175,3 +176,19 @@ def test_a_run_directory_is_not_a_tarball(tmp_path):
                                           str(directory / "ckpt-1"))
   assert not formats.is_tarball_directory(str(directory))
   assert formats.detect(str(directory)).name == formats.TF2
+
+
+def test_tarball_converts_with_its_own_config(tmp_path, capsys):
+  """The converter reads an official tarball directory whole: its config, its weights."""
+  model = _model(kinds.PRETRAINER, seed=7)
+  directory = _tarball(tmp_path / "albert_base", model)
+  output = str(tmp_path / "tf2" / "ckpt")
+  assert conversion.convert(None, directory, output) == "tarball_to_tf2"
+  assert "(pretrainer)" in capsys.readouterr().out
+  source = formats.detect(output)
+  assert source.name == formats.TF2
+  fresh = models.build(kinds.PRETRAINER, tiny_albert_config())
+  source.load_into(fresh)
+  expected, after = _values(model), _values(fresh)
+  for name, value in expected.items():
+    np.testing.assert_array_equal(after[name], value, err_msg=name)

@@ -294,7 +294,7 @@ def quiet_after_flags():
     return
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   try:
-    from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+    from absl import logging as absl_logging  # lazy: absl flags; `import albert_tf` loads console
     handler = absl_logging.get_absl_handler()
     handler.setFormatter(_PlainFormatter())
     handler.addFilter(_OursOnly())

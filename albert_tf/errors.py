@@ -11,6 +11,9 @@ import os
 import re
 import sys
 
+from albert_tf import console
+from albert_tf import fileio
+
 # The exit status of bad input (and of a full disk).
 EXIT_BAD_INPUT = 2
 
@@ -125,7 +128,6 @@ def _disk_full(error):
 
 def _final_name(path):
   """What a temporary file of `fileio.atomic_path` (or a file inside one) will be called."""
-  from albert_tf import fileio  # pylint: disable=g-import-not-at-top
   suffix = fileio.temporary_name("")  # ".tmp-<pid>": ours, since this process wrote it
   path = os.fspath(path).replace(suffix + "/", "/")
   return path[:-len(suffix)] if path.endswith(suffix) else path
@@ -158,7 +160,6 @@ def exit_at_once(message):
     except (AttributeError, OSError, ValueError):
       pass
   os.write(2, f"error: {message}\n".encode("utf-8", "replace"))
-  from albert_tf import console  # pylint: disable=g-import-not-at-top
   console.finish_filter()  # os._exit skips atexit
   os._exit(EXIT_BAD_INPUT)  # pylint: disable=protected-access
 
@@ -180,7 +181,6 @@ def end_with_last_line(message, exit_code):
   os.dup2(devnull, 2)  # from here on, nobody else writes to stderr
   os.write(stderr, f"{message}\n".encode("utf-8", "replace"))
   os.close(stderr)
-  from albert_tf import console  # pylint: disable=g-import-not-at-top
   console.finish_filter(restore=False)  # the filter (if any) writes the line out
   os._exit(exit_code)  # pylint: disable=protected-access
 
@@ -194,7 +194,6 @@ def run_main(main_fn):
   """
 
   def wrapped(argv):
-    from albert_tf import console  # pylint: disable=g-import-not-at-top
     console.quiet_after_flags()
     try:
       return main_fn(argv)

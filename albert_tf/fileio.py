@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 
 
 def is_local(path):
@@ -19,7 +20,7 @@ def is_local(path):
 
 
 def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # lazy: only scheme:// paths need TensorFlow
   return tf.io.gfile
 
 
@@ -45,7 +46,6 @@ def remove(path):
   """Deletes a file or a whole directory tree; nothing happens if `path` does not exist."""
   if is_local(path):
     if os.path.isdir(path):
-      import shutil  # pylint: disable=g-import-not-at-top
       shutil.rmtree(path, ignore_errors=True)
     elif os.path.exists(path):
       os.remove(path)

@@ -10,7 +10,10 @@ Layers, lowest first (a module may import its own layer and the layers below it)
     the commented allow-list below, which may only shrink (a fixed entry fails until removed);
   - no import circle among module-level imports;
   - code under `if __name__ == "__main__":` (a `python -m` entry point) imports only
-    albert_tf.console and albert_tf.cli, and only in the modules named as entry-point shims.
+    albert_tf.console and albert_tf.cli, and only in the modules named as entry-point shims;
+  - every import inside a function (of albert_tf or any other package) says why it is there with
+    a `# lazy: <why>` comment on its line(s): imports belong at module level unless TensorFlow
+    (or an optional or private module) must stay unloaded until the function runs.
 
 `python tests/test_import_layers.py` prints the numbers (circles, upward imports, imports
 inside functions).
@@ -184,6 +187,31 @@ def circles(graph, kinds=("top",)):
   return sorted(result)
 
 
+LAZY_COMMENT = "# lazy:"
+
+
+def function_imports():
+  """[(module, line, source text, commented)] of every import statement inside a function
+  under albert_tf/ (third-party ones included); commented: one of its lines has LAZY_COMMENT."""
+  found = []
+  for name, path in sorted(modules().items()):
+    with open(path, encoding="utf-8") as f:
+      source = f.read()
+    lines = source.splitlines()
+
+    def visit(node, inside):
+      for child in ast.iter_child_nodes(node):
+        if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+          text = lines[child.lineno - 1:child.end_lineno]
+          found.append((name, child.lineno, " ".join(t.strip() for t in text),
+                        any(LAZY_COMMENT in t for t in text)))
+        visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda)))
+
+    visit(ast.parse(source, path), False)
+  return found
+
+
 def test_every_module_has_a_layer():
   assert [name for name in modules() if layer_of(name) is None] == []
 
@@ -212,6 +240,11 @@ def test_entry_points_only_hand_over_to_cli():
   for name, targets in main_imports.items():
     for target in targets:
       assert target == "albert_tf.console" or target.startswith("albert_tf.cli."), (name, target)
+
+
+def test_every_import_inside_a_function_says_why():
+  assert [f"{name}:{line}: {text}" for name, line, text, commented in function_imports()
+          if not commented] == []
 
 
 def test_the_rule_catches_an_upward_import_and_a_circle(tmp_path):
@@ -248,6 +281,9 @@ def main():
   counts = collections.Counter(name for name, found in graph.items()
                                for _, where, _ in found if where == "function")
   print("  ", dict(counts.most_common()))
+  statements = function_imports()
+  print(f"import statements inside functions (albert_tf and others): {len(statements)}, "
+        f"without a `{LAZY_COMMENT}` comment: {sum(1 for s in statements if not s[3])}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints.init import checkpoint_global_step, init_from_checkpoint
 from albert_tf.errors import AlbertError
+from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.networks.encoder import AlbertEncoder
 
 
 def _has_pretraining_heads(path):
@@ -33,8 +35,6 @@ def export_checkpoint(config, checkpoint, export_path):
   Raises:
     AlbertError: no checkpoint; the encoder does not match the config.
   """
-  from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
-  from albert_tf.networks.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
   if not os.path.isdir(checkpoint) and not tf.io.gfile.exists(checkpoint + ".index"):
     raise AlbertError(f"{checkpoint}: no checkpoint there (expected {checkpoint}.index)")
   with_heads = _has_pretraining_heads(checkpoint)

@@ -25,6 +25,8 @@ import re
 from typing import Dict, Optional
 
 import tensorflow as tf
+from tensorflow.core.protobuf import meta_graph_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
@@ -32,6 +34,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError, parse_json_object
 from albert_tf.export_format import (CONFIG_ASSET_NAME, EXPORT_INFO, SPM_ASSET_NAME,
                                      VOCAB_ASSET_NAME)
+from albert_tf.models.pretrainer import AlbertPretrainer
 
 TF1_HUB = "tf1_hub"
 ALBERT_TF = "albert_tf"
@@ -184,7 +187,6 @@ def load_hub_module_weights(model, module):
 
 
 def _read_saved_model(saved_model_file):
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top
   proto = saved_model_pb2.SavedModel()
   try:
     proto.ParseFromString(tf.io.gfile.GFile(saved_model_file, "rb").read())
@@ -252,7 +254,6 @@ def _tf1_tokenization_info(path, saved_model):
   # Assets: AssetFileDef {filename, tensor_info.name} in the saved_model_assets collection.
   asset_files = {}
   if _ASSETS_KEY in meta_graph.collection_def:
-    from tensorflow.core.protobuf import meta_graph_pb2  # pylint: disable=g-import-not-at-top
     for packed in meta_graph.collection_def[_ASSETS_KEY].any_list.value:
       asset = meta_graph_pb2.AssetFileDef()
       packed.Unpack(asset)
@@ -327,7 +328,6 @@ def _albert_tf_variable_names(module):
   variable i) that list is used; otherwise the order of `AlbertPretrainer(config).variables`,
   checked against the stored count and shapes.
   """
-  from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
   shapes = tf.train.load_checkpoint(module.checkpoint_prefix).get_variable_to_shape_map()
   stored = {int(m.group(1)): name for name in shapes for m in [_OURS_KEY_RE.match(name)] if m}
   recorded = _export_info(module.path).get("tf1_variable_names")

@@ -25,6 +25,7 @@ import typing
 
 import tf_keras
 
+from albert_tf.networks.encoder import AlbertEncoder
 from albert_tf.networks.sharing import owner_scope
 
 # Checkpoint entries that are training state, not model weights.
@@ -124,7 +125,6 @@ def is_optimizer_state(name):
 
 def encoder_of(model):
   """The AlbertEncoder of a model (the model itself, or its `encoder` attribute)."""
-  from albert_tf.networks.encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
   if isinstance(model, AlbertEncoder):
     return model
   encoder = getattr(model, "encoder", None)

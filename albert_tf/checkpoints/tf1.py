@@ -5,8 +5,10 @@ import os
 import re
 from typing import List
 
+from google.protobuf import text_format
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=g-direct-tensorflow-import
 
 from albert_tf import fileio
 from albert_tf.checkpoints import integrity
@@ -166,8 +168,6 @@ def write_checkpoint_state(prefix, all_prefixes=None):
     prefix: the newest checkpoint, e.g. `out/model.ckpt`.
     all_prefixes: every checkpoint kept in the same directory, oldest first (default: [prefix]).
   """
-  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
-  from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   directory = os.path.dirname(os.fspath(prefix)) or "."
   names = [os.path.basename(os.fspath(p)) for p in (all_prefixes or [prefix])]
   if names[-1] != os.path.basename(os.fspath(prefix)):

@@ -12,6 +12,7 @@ import os
 from absl import flags
 
 from albert_tf.cli.flags import run_command
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
 
@@ -57,9 +58,9 @@ def main(argv):
     if f.spm_model_file:
       raise AlbertError(f"--spm_model_file={spm_model_file}: file not found")
     spm_model_file = None  # a WordPiece model directory: export without the SentencePiece asset
-  from albert_tf import AlbertConfig, AlbertPretrainer  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
-  from albert_tf.export import export_encoder  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import init_from_checkpoint  # lazy: TensorFlow, after the flags
+  from albert_tf.export import export_encoder  # lazy: TensorFlow, after the flags are checked
+  from albert_tf.models.pretrainer import AlbertPretrainer  # lazy: TensorFlow, as above
   pretrainer = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
   init_from_checkpoint(pretrainer, checkpoint)
   if not f.with_preprocessor:
@@ -69,7 +70,7 @@ def main(argv):
   if not spm_model_file:
     raise AlbertError("--with_preprocessor needs a SentencePiece model (--spm_model_file or "
                       f"<albert_directory>/{SPM_ASSET_NAME})")
-  from albert_tf.export import hub_preprocessor  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import hub_preprocessor  # lazy: TensorFlow, after the flags are checked
   seq_length = f.preprocessor_seq_length
   if seq_length < 3 or seq_length > pretrainer.config.max_position_embeddings:
     raise AlbertError(f"--preprocessor_seq_length={seq_length}: expected 3 to "

@@ -27,7 +27,13 @@ import sys
 from absl import app
 from absl import flags
 
+from albert_tf.config import AlbertConfig
+from albert_tf.data import custom_task, glue
+from albert_tf.data.bucketing import parse_bucket_boundaries
+from albert_tf.data.pretraining import instances
 from albert_tf.errors import AlbertError, run_main
+from albert_tf.training import cluster
+from albert_tf.training.runtime import RuntimeConfig
 
 FLAGS = flags.FLAGS
 
@@ -200,7 +206,6 @@ def define_runtime_flags():
           ["auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu"],
           "Extra: tf.distribute strategy; auto = tpu if --use_tpu, multi_worker_mirrored if "
           "TF_CONFIG names a cluster, mirrored with several GPUs, else default.")
-  from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
   _define(flags.DEFINE_float, "worker_wait_seconds", cluster.DEFAULT_WAIT_S,
           "Extra, multi-worker: how long a worker waits for the other workers of TF_CONFIG to "
           "answer (printing which task and address it waits for every 10 s) before it gives up "
@@ -241,7 +246,6 @@ def require_flags(names, f=FLAGS):
 
 def runtime_config(f=FLAGS):
   """RuntimeConfig from the runtime flags."""
-  from albert_tf.training.runtime import RuntimeConfig  # pylint: disable=g-import-not-at-top
   return RuntimeConfig(
       strategy=f.strategy, use_tpu=f.use_tpu, tpu_name=f.tpu_name, tpu_zone=f.tpu_zone,
       gcp_project=f.gcp_project, master=f.master, precision=f.precision,
@@ -253,7 +257,8 @@ def runtime_config(f=FLAGS):
 
 def model_source(f=FLAGS):
   """The ModelSource (config, vocabulary, initial weights) the model flags name."""
-  from albert_tf.checkpoints.model_source import resolve_model_source  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.model_source import (  # lazy: TensorFlow, after the flags are checked
+      resolve_model_source)
   return resolve_model_source(
       albert_config_file=f.albert_config_file, init_checkpoint=f.init_checkpoint,
       hub_module_handle=f.albert_hub_module_handle, spm_model_file=f.spm_model_file,
@@ -269,7 +274,7 @@ def require_action(actions, f=FLAGS):
 
 def job_config(f=FLAGS, **values):
   """RunConfig from the job (and export) flags; `values` give what the script sets itself."""
-  from albert_tf.training.runner import RunConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.training.runner import RunConfig  # lazy: TensorFlow, after the flags are checked
   common = dict(
       output_dir=f.output_dir, do_train=f.do_train, do_predict=f.do_predict,
       train_batch_size=f.train_batch_size, predict_batch_size=f.predict_batch_size,
@@ -300,7 +305,6 @@ def sentence_task_values(source, f=FLAGS):
 
 def bucket_boundaries(f=FLAGS):
   """--bucket_boundaries resolved for this run (off on TPU unless lengths are given)."""
-  from albert_tf.data.bucketing import parse_bucket_boundaries  # pylint: disable=g-import-not-at-top
   on_tpu = f.use_tpu or f.strategy == "tpu"
   return parse_bucket_boundaries(f.bucket_boundaries, f.max_seq_length, on_tpu=on_tpu)
 
@@ -308,9 +312,9 @@ def bucket_boundaries(f=FLAGS):
 # ------------------------------------------------------- flags -> configs: one per script
 def pretraining_configs(f=FLAGS):
   """(PretrainingConfig, RunConfig) of run_pretraining.py."""
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.training.runner import RunConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.pretraining import (  # lazy: TensorFlow, after the flags are checked
+      PretrainingConfig)
+  from albert_tf.training.runner import RunConfig  # lazy: TensorFlow, after the flags are checked
   require_flags(("albert_config_file", "input_file", "output_dir"), f)
   require_action(("do_train", "do_eval"), f)
   if f.num_train_steps <= 0:  # (RunConfig checks it too, under run_classifier's name)
@@ -336,7 +340,6 @@ def _custom_task_requested(f=FLAGS):
   """Whether run_classifier's --task_name is a task on the user's own data: `custom`, or any
   name that is no GLUE task when own-data flags are given. A GLUE task with own-data flags, or
   an unknown name without them, is a one-line error."""
-  from albert_tf.data import custom_task, glue  # pylint: disable=g-import-not-at-top
   given = [name for name in CUSTOM_TASK_FLAGS if name in f and f[name].present]
   if (f.task_name or "").strip().lower() == custom_task.CUSTOM_TASK:
     return True
@@ -356,7 +359,6 @@ def _custom_task_requested(f=FLAGS):
 def custom_task_spec(f=FLAGS):
   """The CustomTaskSpec the own-data flags describe (its label list resolved: given, recorded
   in <output_dir>/label_list.json, or inferred from the training file)."""
-  from albert_tf.data import custom_task  # pylint: disable=g-import-not-at-top
   require_flags(("data_dir", "output_dir"), f)
   columns = custom_task.Columns(text_a=f.text_a_column, text_b=f.text_b_column,
                                 label=f.label_column, id=f.id_column)
@@ -373,7 +375,7 @@ def classifier_configs(f=FLAGS):
   custom = _custom_task_requested(f)  # an unknown task is the first thing to report
   spec = custom_task_spec(f) if custom else None
   run_config = step_job_config(f)
-  from albert_tf.tasks.glue import GlueConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.glue import GlueConfig  # lazy: TensorFlow, after the flags are checked
   task_config = GlueConfig(task_name=f.task_name, spec=spec,
                            threshold_to_export=f.threshold_to_export,
                            **sentence_task_values(model_source(f), f))
@@ -382,7 +384,7 @@ def classifier_configs(f=FLAGS):
 
 def race_configs(f=FLAGS):
   """(RaceConfig, RunConfig) of run_race.py."""
-  from albert_tf.tasks.race import RaceConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.race import RaceConfig  # lazy: TensorFlow, after the flags are checked
   if (f.task_name or "race").lower() != "race":
     raise AlbertError(f"--task_name={f.task_name!r} is not a known task; known tasks: race")
   run_config = step_job_config(f)
@@ -395,7 +397,7 @@ def race_configs(f=FLAGS):
 
 def squad_config(f=FLAGS):
   """SquadConfig of run_squad.py (and run_squad_v1.py / run_squad_v2.py)."""
-  from albert_tf.tasks.squad import SquadConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.squad import SquadConfig  # lazy: TensorFlow, after the flags are checked
   require_action(("do_train", "do_predict", "export_dir"), f)
   source = model_source(f)
   return SquadConfig(
@@ -431,7 +433,6 @@ def squad_run_config(has_gold_answers, f=FLAGS):
 
 def instance_options(f=FLAGS):
   """InstanceOptions of create_pretraining_data.py, after its required flags are checked."""
-  from albert_tf.data.pretraining import instances  # pylint: disable=g-import-not-at-top
   require_flags(("input_file", "output_file"), f)
   if not f.spm_model_file and not f.vocab_file:
     raise AlbertError("--spm_model_file (or --vocab_file for WordPiece) is required")
@@ -450,7 +451,8 @@ def print_results(summary):
   """The script's closing line: the best checkpoint and its results, when it evaluated."""
   result = summary.get("best_result")
   if result:
-    from albert_tf.training.progress import format_value  # pylint: disable=g-import-not-at-top
+    from albert_tf.training.progress import (  # lazy: TensorFlow, after the flags are checked
+        format_value)
     print(f"{summary['task']}: best checkpoint {summary['best_checkpoint']}: " + ", ".join(
         f"{k} = {format_value(v)}" if isinstance(v, float) else f"{k} = {v}"
         for k, v in sorted(result.items())), flush=True)

@@ -22,6 +22,8 @@ import os
 
 from absl import logging
 import numpy as np
+from official.nlp.tools import squad_evaluate_v1_1
+from official.nlp.tools import squad_evaluate_v2_0
 
 from albert_tf import fileio
 
@@ -185,7 +187,6 @@ def has_gold_answers(dataset):
 
 def evaluate_v1(dataset, predictions):
   """Official SQuAD v1.1 metric (tf-models-official copy), in percent: exact_match, f1."""
-  from official.nlp.tools import squad_evaluate_v1_1  # pylint: disable=g-import-not-at-top
   scores = squad_evaluate_v1_1.evaluate(dataset, predictions)
   return {"exact_match": 100.0 * scores["exact_match"], "f1": 100.0 * scores["final_f1"]}
 
@@ -196,7 +197,6 @@ def evaluate_v2(dataset, predictions, null_odds):
 
   As the official ALBERT code does, the null odds are passed as the no-answer probabilities.
   """
-  from official.nlp.tools import squad_evaluate_v2_0  # pylint: disable=g-import-not-at-top
   return dict(squad_evaluate_v2_0.evaluate(dataset, predictions, na_probs=null_odds))
 
 

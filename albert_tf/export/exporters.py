@@ -3,13 +3,13 @@
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import serving
 from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 
 
 def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
   """The in-graph SentencePiece tokenizer (tensorflow-text), or None for WordPiece models."""
   if not spm_model_file:
     return None
-  from albert_tf.text import InGraphTokenizer  # pylint: disable=g-import-not-at-top
   return InGraphTokenizer(spm_model_file, max_seq_length=max_seq_length,
                           do_lower_case=do_lower_case)
 

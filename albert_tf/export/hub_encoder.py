@@ -31,6 +31,7 @@ import shutil
 
 import tensorflow as tf
 
+from albert_tf.checkpoints import official_names
 from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
@@ -179,7 +180,6 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
 
   pretrainer: an AlbertPretrainer holding the pretrained weights (encoder + MLM + SOP heads).
   """
-  from albert_tf.checkpoints import official_names  # pylint: disable=g-import-not-at-top
   official = {id(v): n for n, v in official_names.model_variable_map(pretrainer).items()}
   # The SavedModel stores the weights by position (model_variables/<i>); their official names
   # let --albert_hub_module_handle map them back without relying on the variable order.

@@ -37,6 +37,7 @@ from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
 from albert_tf.export_format import SPM_ASSET_NAME
 from albert_tf.text import packing
+from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 
 DEFAULT_SEQ_LENGTH = 128
 
@@ -160,7 +161,6 @@ def export_preprocessor(export_dir, spm_model_file, do_lower_case=True,
     seq_length: the default sequence length of `obj(sentences)` and `obj.bert_pack_inputs`.
     config: the paired encoder's AlbertConfig, recorded in the export's info (optional).
   """
-  from albert_tf.text import InGraphTokenizer  # pylint: disable=g-import-not-at-top
   seq_length = int(seq_length)
   if seq_length < 3:
     raise AlbertError(f"seq_length={seq_length}: expected at least 3 ([CLS] A [SEP])")

@@ -126,7 +126,7 @@ def onednn_enabled():
   TF_ENABLE_ONEDNN_OPTS=0/1 overrides that (read once per process).
   """
   try:
-    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.util import _pywrap_util_port  # lazy: private, may be absent
     return bool(_pywrap_util_port.IsMklEnabled())
   except (ImportError, AttributeError):
     return None

@@ -44,6 +44,7 @@ import tensorflow as tf
 from albert_tf import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export.precision import serving_copy
+from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
 
 QUANTIZE_MODES = ("none", "dynamic")
 _TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -60,15 +61,12 @@ def input_names(model):
 def input_shape(model, max_seq_length, batch_size=1):
   """[batch_size, num_choices, max_seq_length] for multiple choice, else [batch_size,
   max_seq_length] (batch_size None: a dynamic batch)."""
-  from albert_tf.models import AlbertMultipleChoice  # pylint: disable=g-import-not-at-top
   if isinstance(model, AlbertMultipleChoice):
     return [batch_size, model.num_choices, max_seq_length]
   return [batch_size, max_seq_length]
 
 
 def _check_model(model, max_seq_length, batch_size):
-  # pylint: disable-next=g-import-not-at-top
-  from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
   if not isinstance(model, (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel)):
     raise AlbertError(f"TFLite export takes an AlbertClassifier, AlbertMultipleChoice or "
                       f"AlbertSquadModel, not {type(model).__name__}")

@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from albert_tf import fileio
+from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features
 from albert_tf.errors import AlbertError
@@ -136,7 +137,6 @@ class SentenceTaskData:
 
   def initialize(self, model):
     if self.init_checkpoint:
-      from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
       # The labels put an HF classifier head's rows (named by its id2label) in the task's order.
       return init_from_checkpoint(model, self.init_checkpoint,
                                   label_list=self.label_list or None)

@@ -20,6 +20,7 @@ import tf_keras
 from albert_tf import output_layout
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
+from albert_tf.export import export_classifier
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks.base import Task
@@ -164,7 +165,6 @@ class ClassificationTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ export
   def export(self, model, export_dir, precision="fp32"):
-    from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
     threshold = self.params.threshold_to_export
     return export_classifier(model, export_dir, label_list=self.label_list,
                              max_seq_length=self.max_seq_length,

@@ -6,9 +6,12 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
+from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining import dataset as pretraining_dataset
+from albert_tf.data.pretraining import online_masking
 from albert_tf.errors import AlbertError
+from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tasks.base import Task
 
 FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
@@ -91,12 +94,10 @@ class PretrainingTask(Task):
     self.params = params
 
   def build_model(self):
-    from albert_tf.models.pretrainer import AlbertPretrainer  # pylint: disable=g-import-not-at-top
     return AlbertPretrainer(self.params.albert_config)
 
   def initialize(self, model):
     if self.params.init_checkpoint:
-      from albert_tf import checkpoints  # pylint: disable=g-import-not-at-top
       checkpoints.init_from_checkpoint(model, self.params.init_checkpoint,
                                        init_from_group0=self.params.init_from_group0)
 
@@ -117,7 +118,6 @@ class PretrainingTask(Task):
         input_context=input_context, seed=self.params.shuffle_seed,
         shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
     if self.params.masked_lm_budget > 0:
-      from albert_tf.data.pretraining import online_masking  # pylint: disable=g-import-not-at-top
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
       ds = online_masking.apply_online_masking(
           ds, self.params.masked_lm_budget, self.params.max_predictions_per_seq,

@@ -16,6 +16,7 @@ import tf_keras
 from albert_tf import fileio, output_layout
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
+from albert_tf.export import export_multiple_choice
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.tasks.base import Task
@@ -165,7 +166,6 @@ class RaceTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ export
   def export(self, model, export_dir, precision="fp32"):
-    from albert_tf.export import export_multiple_choice  # pylint: disable=g-import-not-at-top
     return export_multiple_choice(model, export_dir, max_seq_length=self.max_seq_length,
                                   max_qa_length=self.params.max_qa_length,
                                   spm_model_file=self.params.spm_model_file,

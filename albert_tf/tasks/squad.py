@@ -21,10 +21,13 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.checkpoints import init_from_checkpoint, load_tf1_head
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess
 from albert_tf.errors import AlbertError
+from albert_tf.export.squad_serving import export_squad_model
+from albert_tf.models.squad import AlbertSquadModel
 from albert_tf.tasks.base import Task
 from albert_tf.text.tokenization import make_tokenizer
 
@@ -160,7 +163,6 @@ class SquadTask(Task):
 
   # ------------------------------------------------------------------ model
   def build_model(self):
-    from albert_tf.models.squad import AlbertSquadModel  # pylint: disable=g-import-not-at-top
     return AlbertSquadModel(self.params.albert_config,
                             version_2_with_negative=self.version_2_with_negative,
                             start_n_top=self.params.start_n_top, end_n_top=self.params.end_n_top,
@@ -170,8 +172,6 @@ class SquadTask(Task):
     """--init_checkpoint: ours (TF2), or official TF1 pretrained / SQuAD fine-tuned."""
     if not self.init_checkpoint:
       return None
-    from albert_tf.checkpoints import init_from_checkpoint  # pylint: disable=g-import-not-at-top
-    from albert_tf.checkpoints import load_tf1_head  # pylint: disable=g-import-not-at-top
     report = init_from_checkpoint(model, self.init_checkpoint)
     if report is not None and tf.io.gfile.exists(report.checkpoint + ".index"):
       # TF1: the encoder is loaded; an official SQuAD head may be there too (not in an HF
@@ -338,6 +338,5 @@ class SquadTask(Task):
 
   # ------------------------------------------------------------------ export
   def export(self, model, export_dir, precision="fp32"):
-    from albert_tf.export.squad_serving import export_squad_model  # pylint: disable=g-import-not-at-top
     return export_squad_model(model, export_dir, self.max_seq_length, self.params.spm_model_file,
                               precision=precision)

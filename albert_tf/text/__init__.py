@@ -17,7 +17,7 @@ def __getattr__(name):
   # The in-graph tokenizer imports TensorFlow and tensorflow_text; load it only when asked for so
   # that `import albert_tf.text` stays cheap for data tools.
   if name == "InGraphTokenizer":
-    from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
+    from albert_tf.text.in_graph_tokenizer import InGraphTokenizer  # lazy: TensorFlow (PEP 562)
     return InGraphTokenizer
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

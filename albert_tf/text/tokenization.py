@@ -332,7 +332,7 @@ def _read_bytes(path, flag):
   """File contents; remote paths (gs://...) through tf.io.gfile."""
   try:
     if "://" in str(path):
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      import tensorflow as tf  # lazy: the tokenizer is TensorFlow-free (tests/test_package.py)
       with tf.io.gfile.GFile(path, "rb") as f:
         return f.read()
     with open(path, "rb") as f:

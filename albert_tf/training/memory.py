@@ -7,6 +7,8 @@ Accelerators: `tf.config.experimental.get_memory_info(device)["peak"]` of every 
 import resource
 import sys
 
+import tensorflow as tf
+
 
 def peak_rss_mb():
   """The process's peak resident set size in MB (MiB), since it started (float)."""
@@ -17,7 +19,6 @@ def peak_rss_mb():
 
 def gpu_peaks_mb():
   """[(device name, peak MB)] of every logical GPU TensorFlow has initialised ([] without)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   peaks = []
   for device in tf.config.list_logical_devices("GPU"):
     try:

@@ -85,7 +85,7 @@ class StopSignals:
   # ------------------------------------------------------------------ what the trainer uses
   def make_stop_flag(self):
     """The tf.Variable the train loop reads; create it outside any strategy scope (on the host)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # lazy: export_savedmodel.py holds StopSignals around --help
     if self.stop_flag is None:
       self.stop_flag = tf.Variable(0, dtype=tf.int32, trainable=False, name="stop_requested")
     return self.stop_flag

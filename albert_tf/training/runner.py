@@ -19,12 +19,19 @@ from typing import Optional
 from absl import logging
 
 from albert_tf import fileio, output_layout
+from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.errors import AlbertError, StopRequested
+from albert_tf.export.tflite import write_tflite
 from albert_tf.training import checkpointing
+from albert_tf.training import cluster
+from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import output_lock
 from albert_tf.training import preemption
 from albert_tf.training import results as results_lib
 from albert_tf.training import runtime as runtime_lib
+from albert_tf.training import strategy as strategy_lib
+from albert_tf.training.strategy import worker_info
+from albert_tf.training.trainer import Trainer
 
 TFLITE_FILE = "albert_model.tflite"
 OPTIMIZERS = ("adamw", "lamb")
@@ -107,8 +114,6 @@ def _train_schedule(task, run):
 
 def _make_trainer(task, run, runtime, strategy, stop_signals, train_steps=None,
                   warmup_steps=None):
-  from albert_tf.training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
   optimizer_fn = None
   if train_steps is not None:
     optimizer_fn = lambda: optimizer_lib.create_optimizer(
@@ -136,7 +141,6 @@ def run(task, run_config, runtime=None):
   cfg = run_config
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
-  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
   if strategy_lib.num_workers(strategy) <= 1:
     return _run_locked(task, cfg, runtime, strategy)
   try:
@@ -146,7 +150,6 @@ def run(task, run_config, runtime=None):
     e.last_words = True
     raise
   except Exception as e:  # pylint: disable=broad-except
-    from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
     lost = cluster.peer_lost(e, strategy_lib.read_tf_config(),
                              checkpointing.latest_checkpoint(cfg.output_dir))
     if lost is None:
@@ -158,7 +161,6 @@ def _run_locked(task, cfg, runtime, strategy):
   # After the strategy: MultiWorkerMirroredStrategy's coordination service installs a SIGTERM
   # handler of its own, which would swallow the signal.
   with preemption.StopSignals() as stop_signals:
-    from albert_tf.training.strategy import worker_info  # pylint: disable=g-import-not-at-top
     with output_lock.hold(cfg.output_dir, enabled=worker_info(strategy)[2]):
       # Inside the lock: it records the run's seed in output_dir.
       runtime_lib.apply_process_settings(runtime, cfg.output_dir)
@@ -296,8 +298,6 @@ def _predict(trainer, task, cfg):
 
 
 def _export(task, cfg):
-  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-  from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
   checkpoint = _checkpoint_to_use(task, cfg, "--export_dir")
   model = task.build_model()
   restore_model_weights(model, checkpoint, label_list=task.label_list)

@@ -50,7 +50,7 @@ class RuntimeConfig:
 
   def make_strategy(self):
     """The tf.distribute strategy this runtime selects."""
-    from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+    from albert_tf.training import strategy as strategy_lib  # lazy: TensorFlow, after the flags
     return strategy_lib.get_strategy(
         strategy=self.strategy, use_tpu=self.use_tpu, tpu_name=self.tpu_name,
         tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master,
@@ -76,8 +76,8 @@ def apply_process_settings(runtime, output_dir=None):
   Op determinism needs every random op seeded, so `deterministic` always runs with a seed
   (weights are initialised from it).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # lazy: cli/flags.py builds RuntimeConfig first
+  import tf_keras  # lazy: as tensorflow
   seed = resolve_seed(runtime.seed, runtime.deterministic, output_dir)
   if seed is not None:
     tf_keras.utils.set_random_seed(int(seed))

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from albert_tf import errors
 from albert_tf.errors import AlbertError, json_kind, parse_json_object
+from albert_tf.training import cluster
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -197,7 +198,6 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
     config = read_tf_config(require_task=True)
     if not config:
       raise AlbertError("--strategy=multi_worker_mirrored needs TF_CONFIG describing the cluster")
-    from albert_tf.training import cluster  # pylint: disable=g-import-not-at-top
     wait = cluster.DEFAULT_WAIT_S if worker_wait_seconds is None else worker_wait_seconds
     if wait <= 0:
       raise AlbertError(f"--worker_wait_seconds={worker_wait_seconds} is invalid: expected > 0")

@@ -27,6 +27,7 @@ import tf_keras
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
+from albert_tf.data import record_checks
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
 from albert_tf.training import checkpointing
@@ -212,7 +213,6 @@ class Trainer:
             tf.errors.OutOfRangeError, UnicodeDecodeError) as e:
       # (UnicodeDecodeError: TensorFlow fails to decode its own message about a record that
       # is no tf.Example at all.)
-      from albert_tf.data import record_checks  # pylint: disable=g-import-not-at-top
       explained = record_checks.explain_input_error(e, self.task.input_files(mode))
       if explained is None:
         raise

@@ -29,6 +29,7 @@ import time
 from albert_tf import fileio
 from albert_tf.data.pretraining import instances as instances_lib
 from albert_tf.errors import AlbertError
+from albert_tf.text import tokenization
 
 _PROGRESS_EVERY_SECONDS = 2.0
 _QUEUE_DEPTH = 4  # results (one chunk pass each) buffered per worker
@@ -66,7 +67,6 @@ class DocumentEncoder:
   """
 
   def __init__(self, spec, invalid_utf8="stop", encode_threads=-1):
-    from albert_tf.text import tokenization  # pylint: disable=g-import-not-at-top
     self._tokenization = tokenization
     self.invalid_utf8 = invalid_utf8
     # SentencePiece threads for batched encoding: all cores in-process, 1 per worker process.
@@ -176,7 +176,7 @@ def resolve_input_files(input_file):
   files = []
   for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
     if "://" in pattern:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      import tensorflow as tf  # lazy: create_pretraining_data's workers stay TensorFlow-free
       matches = sorted(tf.io.gfile.glob(pattern))
     else:
       matches = sorted(glob.glob(os.path.expanduser(pattern)))
@@ -194,7 +194,7 @@ def resolve_input_files(input_file):
 
 def _open_binary(path):
   if "://" in path:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # lazy: create_pretraining_data's workers stay TensorFlow-free
     return tf.io.gfile.GFile(path, "rb")
   try:
     return open(path, "rb")
@@ -318,7 +318,7 @@ class _ShardedWriter:
   """Round-robin TFRecord writer over the output files; temp names until `commit`."""
 
   def __init__(self, output_files):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # lazy: create_pretraining_data's workers stay TensorFlow-free
     self.output_files = output_files
     self.tmp_files = [fileio.temporary_name(path) for path in output_files]
     self.counts = [0] * len(output_files)

@@ -62,11 +62,12 @@ def is_saved_model_directory(path):
 
 
 def is_tarball_directory(path):
-  """A directory with albert_config.json that is not a run's: no `checkpoint` state file and no
-  numbered checkpoints (an official tarball, untarred; its weights are checked by TarballFormat)."""
+  """A directory with albert_config.json that is neither a run's (no `checkpoint` state file, no
+  numbered checkpoints) nor an HF directory: an official tarball, untarred (its weights are
+  checked by TarballFormat)."""
   return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
           and not os.path.exists(os.path.join(path, output_layout.CHECKPOINT_STATE))
-          and not integrity.numbered_checkpoints(path))
+          and not hf.is_hf_directory(path) and not integrity.numbered_checkpoints(path))
 
 
 def directory_format(path, hub_modules=True):
@@ -267,10 +268,12 @@ class TarballFormat(_TfFormat):
     Raises:
       AlbertError: no weights in the directory, or weights that do not read whole.
     """
+    path = os.fspath(path)
     directory, prefix = path, None
     for name in TARBALL_CHECKPOINTS:
-      if not os.path.isdir(path) and path.endswith(os.sep + name):
-        directory, prefix = path[:-len(os.sep + name)], path
+      head = path[:-len(name)]  # the directory, with its trailing separator
+      if path.endswith(name) and (not head or head[-1] in ("/", os.sep)):
+        directory, prefix = head.rstrip("/" + os.sep) or head or ".", path
     self.directory = directory
     self.config_file = os.path.join(directory, CONFIG_FILE)
     prefix = prefix or next(

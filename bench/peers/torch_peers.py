@@ -21,15 +21,18 @@ def load_hf_classifier(hf_dir, attention=None):
   return model.eval()
 
 
-def hf_call(model, ids, mask, segments):
-  """A serving call: numpy int32 [batch, seq] x3 -> probabilities [batch, classes]."""
+def hf_call(model, ids, mask, segments, bf16=False):
+  """A serving call: numpy int32 [batch, seq] x3 -> probabilities [batch, classes].
+
+  bf16: under torch.autocast("cpu", bfloat16), as a torch user serves at bf16 (matmuls in
+  bfloat16, softmax/LayerNorm in float32; the weights stay float32)."""
   import torch  # pylint: disable=g-import-not-at-top
   feed = {name: torch.from_numpy(value.astype("int64")) for name, value in
           (("input_ids", ids), ("attention_mask", mask), ("token_type_ids", segments))}
 
   def call():
-    with torch.inference_mode():
-      return torch.softmax(model(**feed).logits, -1).numpy()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+      return torch.softmax(model(**feed).logits.float(), -1).numpy()
   return call
 
 
@@ -121,10 +124,11 @@ def lamb_step(parameters, state, lr=1e-4, betas=(0.9, 0.999), eps=1e-6, weight_d
       p.add_(update, alpha=-lr * float(ratio))
 
 
-def hf_pretraining_step(config_dict, features, labels):
+def hf_pretraining_step(config_dict, features, labels, bf16=False):
   """HF AlbertForPreTraining's train step on one batch: encoder, the MLM head on the gathered
   masked positions only (as ours and the model garden's), SOP head, cross-entropies, backward,
-  global-norm clip 1.0, LAMB. Returns step() -> loss."""
+  global-norm clip 1.0, LAMB. bf16: forward under torch.autocast("cpu", bfloat16) (torch's
+  mixed precision: float32 weights and optimizer, bfloat16 matmuls). Returns step() -> loss."""
   import torch  # pylint: disable=g-import-not-at-top
   from transformers import AlbertConfig, AlbertForPreTraining  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(THREADS)
@@ -141,16 +145,17 @@ def hf_pretraining_step(config_dict, features, labels):
 
   def step():
     model.zero_grad(set_to_none=True)
-    out = model.albert(input_ids=t["input_ids"], attention_mask=t["input_mask"],
-                       token_type_ids=t["segment_ids"])
-    positions = t["masked_lm_positions"].unsqueeze(-1).expand(-1, -1, hidden)
-    gathered = torch.gather(out.last_hidden_state, 1, positions)
-    mlm_logits = model.predictions(gathered)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+      out = model.albert(input_ids=t["input_ids"], attention_mask=t["input_mask"],
+                         token_type_ids=t["segment_ids"])
+      positions = t["masked_lm_positions"].unsqueeze(-1).expand(-1, -1, hidden)
+      gathered = torch.gather(out.last_hidden_state, 1, positions)
+      mlm_logits = model.predictions(gathered).float()
+      sop_logits = model.sop_classifier(out.pooler_output).float()
     ce = torch.nn.functional.cross_entropy(mlm_logits.flatten(0, 1),
                                            t["masked_lm_ids"].flatten(), reduction="none")
     mlm = (ce * weights.flatten()).sum() / (weights.sum() + 1e-5)
-    sop = torch.nn.functional.cross_entropy(model.sop_classifier(out.pooler_output),
-                                            t["next_sentence_labels"])
+    sop = torch.nn.functional.cross_entropy(sop_logits, t["next_sentence_labels"])
     loss = mlm + sop
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,9 +1,11 @@
-"""Where our batch-1 serving time goes: one `token_ids` request of an exported classifier
-(ALBERT-base, seq 128, every position real) under ONEDNN_VERBOSE=1, its oneDNN primitives' time
-summed by kind (matmul, eltwise, softmax, layer norm, reorder, ...) against the request's wall
-time; the rest runs outside oneDNN (TensorFlow's own kernels and the executor).
+"""Where our time goes: one `token_ids` request of an exported classifier (ALBERT-base, seq 128,
+every position real, batch 1), or one pretraining step of the bench's (batch 8, MLM + SOP, LAMB),
+under ONEDNN_VERBOSE=1: its oneDNN primitives' time summed by kind (matmul, eltwise, softmax,
+layer norm, reorder, ...) against the wall time; the rest runs outside oneDNN (TensorFlow's own
+kernels: the optimizer update, gathers, casts; and the executor).
 
   .venv/bin/python bench/peers/onednn_profile.py [--export_dir=<a classifier export>] [--precision=fp32]
+  .venv/bin/python bench/peers/onednn_profile.py --what=train [--precision=bf16]
 """
 
 import collections
@@ -23,7 +25,9 @@ if REPO not in sys.path:
 FLAGS = flags.FLAGS
 flags.DEFINE_string("export_dir", None, "An exported classifier version directory (default: "
                     "export a random ALBERT-base one).")
-flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision when exporting.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision when exporting; "
+                  "the Trainer's --precision with --what=train.")
+flags.DEFINE_enum("what", "serving", ["serving", "train"], "A serving request or a train step.")
 flags.DEFINE_integer("requests", 5, "Profiled requests (after three warm-up ones).")
 flags.DEFINE_bool("child", False, "Internal: run the requests in this (traced) process.")
 
@@ -48,6 +52,26 @@ def run_requests(export_dir, requests):
   print("walls " + " ".join(f"{w:.3f}" for w in walls), flush=True)
 
 
+def run_train_steps(precision, requests):
+  """Child: our pretraining step (bench/common.py's, ALBERT-base, batch 8), two warm-up steps,
+  then `requests` timed steps between markers; prints the wall times."""
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from bench import common  # pylint: disable=g-import-not-at-top
+  features, labels = common.synthetic_pretraining_batch(8, 128, 20, 30000)
+  run, _ = common.build_our_pretraining_step(AlbertConfig.from_dict(common.ALBERT_BASE),
+                                             features, labels, 8, 128, 20, precision=precision)
+  for _ in range(2):
+    run(1)
+  walls = []
+  print("=== requests ===", flush=True)
+  for _ in range(requests):
+    start = time.perf_counter()
+    run(1)
+    walls.append((time.perf_counter() - start) * 1000)
+  print("=== end ===", flush=True)
+  print("walls " + " ".join(f"{w:.3f}" for w in walls), flush=True)
+
+
 def summarize(output, requests):
   """(ms per request by primitive kind, wall ms per request) from the child's output."""
   traced = output.split("=== requests ===", 1)[1].split("=== end ===", 1)[0]
@@ -67,10 +91,13 @@ def summarize(output, requests):
 
 def main(_):
   if FLAGS.child:
-    run_requests(FLAGS.export_dir, FLAGS.requests)
+    if FLAGS.what == "train":
+      run_train_steps(FLAGS.precision, FLAGS.requests)
+    else:
+      run_requests(FLAGS.export_dir, FLAGS.requests)
     return
   export_dir = FLAGS.export_dir
-  if not export_dir:
+  if not export_dir and FLAGS.what == "serving":
     from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
     from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
     from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
@@ -79,18 +106,18 @@ def main(_):
     export_dir = export_classifier(model, tempfile.mkdtemp(prefix="albert_tf_profile_"),
                                    ["0", "1"], 128, precision=FLAGS.precision)
   env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3")
-  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
-                         f"--export_dir={export_dir}", f"--requests={FLAGS.requests}"],
-                        capture_output=True, text=True, env=env, check=True)
+  child = [sys.executable, os.path.abspath(__file__), "--child", f"--what={FLAGS.what}",
+           f"--precision={FLAGS.precision}", f"--requests={FLAGS.requests}"] + (
+               [f"--export_dir={export_dir}"] if export_dir else [])
+  proc = subprocess.run(child, capture_output=True, text=True, env=env, check=True)
   by_kind, wall = summarize(proc.stdout, FLAGS.requests)
   # A second run without the verbose output: its printing slows the traced requests.
-  quiet = subprocess.run([sys.executable, os.path.abspath(__file__), "--child",
-                          f"--export_dir={export_dir}", f"--requests={FLAGS.requests}"],
-                         capture_output=True, text=True,
+  quiet = subprocess.run(child, capture_output=True, text=True,
                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=True)
   _, quiet_wall = summarize(quiet.stdout, FLAGS.requests)
   inside = sum(by_kind.values())
-  print(f"batch 1, seq 128, {FLAGS.precision}: request {quiet_wall:.1f} ms untraced, "
+  what = "batch 1 request" if FLAGS.what == "serving" else "train step (batch 8)"
+  print(f"{what}, seq 128, {FLAGS.precision}: {quiet_wall:.1f} ms untraced, "
         f"{wall:.1f} ms traced; oneDNN primitives {inside:.1f} ms ({inside / wall:.0%} of the "
         f"traced request), outside oneDNN {wall - inside:.1f} ms")
   for kind, ms in by_kind.most_common():

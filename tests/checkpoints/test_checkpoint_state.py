@@ -116,3 +116,19 @@ def test_state_file_lists_every_kept_checkpoint_by_basename(tmp_path, monkeypatc
   assert list(state.all_model_checkpoint_paths) == [str(tmp_path / "out" / "ckpt-2"),
                                                     str(tmp_path / "out" / "ckpt-4")]
   assert state.model_checkpoint_path == str(tmp_path / "out" / "ckpt-4")
+
+
+def test_converter_reads_an_untarred_official_directory_whole(tmp_path):
+  """`--input_checkpoint=albert_base` (the untarred official directory, no state file, as the
+  tarballs ship) needs no --albert_config_file: the converter reads the albert_config.json and
+  model.ckpt-best inside; every official weight comes through unchanged."""
+  root = str(tmp_path)
+  weights = _official_model(root)
+  os.remove(os.path.join(root, "albert_base", "checkpoint"))  # the tarballs have none
+  proc = _run(["-m", "albert_tf.checkpoints.convert", "--input_checkpoint=albert_base",
+               "--output_checkpoint=albert_base_tf1/model.ckpt", "--output_format=tf1"], root)
+  assert "tarball_to_tf1" in proc.stdout + proc.stderr
+  reader = tf.train.load_checkpoint(os.path.join(root, "albert_base_tf1", "model.ckpt"))
+  assert set(reader.get_variable_to_shape_map()) >= set(weights)
+  for name, value in weights.items():
+    np.testing.assert_array_equal(reader.get_tensor(name), value, err_msg=name)

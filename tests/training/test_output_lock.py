@@ -89,7 +89,11 @@ def _record(**fields):
 def _write_lock(path, **fields):
   """Writes `_record(**fields)` to `path`; returns it."""
   record = _record(**fields)
-  fileio.write_json(path, record)
+  # Staged under a name of its own, as another process's writer would: fileio's temporary name
+  # is this process's, which the holder's heartbeat thread may be using at the same moment.
+  staged = f"{path}.other-writer"
+  fileio.write_json(staged, record)
+  fileio.replace(staged, path)
   return record
 
 

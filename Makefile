@@ -6,6 +6,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# make test: pytest-xdist processes (2 = the cores of the CI machine; TEST_WORKERS=0 runs in one process)
+TEST_WORKERS ?= 2
 
 .PHONY: setup test quickstart bench bench-peers
 
@@ -18,7 +20,7 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 test: setup
-	$(PY) -m pytest -q --durations=15 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
 
 quickstart: setup
 	PYTHON=$(PY) bash scripts/quickstart.sh

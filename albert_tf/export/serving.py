@@ -14,7 +14,9 @@ an answer. It then drops the trailing positions that are padding in the whole ba
 
 Loading a SavedModel registers every function in it, so a process without tensorflow-text cannot
 load the full export even to call `token_ids`. The export therefore also holds `core_ops/`: the
-same weights with only the token_ids and tf_example signatures, loadable by plain TensorFlow.
+same weights with only the token_ids and tf_example signatures, loadable by plain TensorFlow. Its
+variable files are hard links to the version's own (`share_variables`), so the weights are on
+disk once.
 
 Outputs (classification): probabilities float32 [batch, num_labels], predictions int32 [batch]
 (the official export's two outputs: the class index), label_id int32 [batch] (the same index),
@@ -262,12 +264,45 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
       staged = stage_assets(staging, assets)
       _save(module, tmp_dir, signatures, staged)
       core = _CoreOpsModule(module)
-      _save(core, os.path.join(tmp_dir, CORE_OPS_SUBDIR),
+      core_dir = os.path.join(tmp_dir, CORE_OPS_SUBDIR)
+      _save(core, core_dir,
             {"serving_default": token_ids, "token_ids": token_ids, "tf_example": tf_example},
             staged)
+      share_variables(tmp_dir, core_dir)
     finally:
       shutil.rmtree(staging, ignore_errors=True)
   return write_new_version(export_dir, identity, write, measured)
+
+
+def _checkpoint_keys(saved_model_dir):
+  """{key: (shape, dtype)} of a SavedModel's variables, without the object-graph record."""
+  reader = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
+  dtypes = reader.get_variable_to_dtype_map()
+  return {key: (tuple(shape), dtypes[key])
+          for key, shape in reader.get_variable_to_shape_map().items()
+          if key != "_CHECKPOINTABLE_OBJECT_GRAPH"}
+
+
+def share_variables(main_dir, core_dir):
+  """Makes `core_dir`'s variable files hard links to `main_dir`'s, so a version holds each
+  weight once on disk; returns True if it did.
+
+  Both SavedModels save the same variable objects under the same paths (`model_variables/...`);
+  the main one only adds the tokenizer's objects. A SavedModel's restore matches the object
+  graph by path from the root and ignores what it does not use, so core_ops/ restores from the
+  main files as well as from its own. Linked only when every key of core_ops/ is in the main
+  checkpoint with the same shape and dtype; otherwise core_ops/ keeps its own copy.
+  """
+  core_keys, main_keys = _checkpoint_keys(core_dir), _checkpoint_keys(main_dir)
+  if any(main_keys.get(key) != spec for key, spec in core_keys.items()):
+    return False
+  main_variables = os.path.join(main_dir, "variables")
+  core_variables = os.path.join(core_dir, "variables")
+  for name in os.listdir(core_variables):
+    os.remove(os.path.join(core_variables, name))
+  for name in os.listdir(main_variables):
+    os.link(os.path.join(main_variables, name), os.path.join(core_variables, name))
+  return True
 
 
 class _CoreOpsModule(tf.Module):

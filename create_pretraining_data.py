@@ -20,6 +20,7 @@ from absl import flags
 from albert_tf.cli import flags as cli
 from albert_tf.data.pretraining import creation as pretraining_data_creation
 from albert_tf.errors import AlbertError
+from albert_tf.training.preemption import StopSignals
 
 FLAGS = flags.FLAGS
 
@@ -28,6 +29,7 @@ flags.DEFINE_string("input_file", None, "Raw text: comma-separated files or glob
                     "per line, a blank line between documents.")
 flags.DEFINE_string("output_file", None, "Comma-separated TFRecord outputs (written "
                     "round-robin).")
+cli.output_flags(output_file=cli.FILE_LIST)
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary, used when --spm_model_file is "
                     "not given.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (e.g. 30k-clean.model).")
@@ -83,4 +85,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  # SIGTERM/SIGINT: one line and exit 42, as the trainers; the workers are stopped and the
+  # temporary output files removed (outputs appear only when complete).
+  with StopSignals("no output file was written (each appears only when complete) and the "
+                   "workers and temporary files are gone; run the same command again to start "
+                   "over"):
+    cli.run(main)

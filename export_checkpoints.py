@@ -5,7 +5,8 @@
 
 Reads <albert_directory>/albert_config.json and <albert_directory>/<checkpoint_name> (official
 TF1, ours, or an HF directory) and writes the model variables and global_step, without optimizer
-state, at --export_path.
+state, at --export_path, with albert_config.json (and the SentencePiece model, when the input
+has one) beside it.
 """
 
 from albert_tf import console  # first: quiets TensorFlow before anything imports it
@@ -27,6 +28,8 @@ flags.DEFINE_string("export_path", None, "Path (prefix) of the exported checkpoi
 flags.DEFINE_string("albert_config_file", None, "Extra: the config (default "
                     "<albert_directory>/albert_config.json).")
 
+cli.output_flags(export_path=cli.PREFIX)
+
 FLAGS = flags.FLAGS
 
 
@@ -34,10 +37,12 @@ def main(_):
   if not FLAGS.export_path:
     raise AlbertError("--export_path is required")
   from albert_tf.checkpoints import clean_checkpoint  # pylint: disable=g-import-not-at-top
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  config = AlbertConfig.from_json_file(
-      FLAGS.albert_config_file or os.path.join(FLAGS.albert_directory, "albert_config.json"))
   checkpoint = os.path.join(FLAGS.albert_directory, FLAGS.checkpoint_name)
+  config_file = FLAGS.albert_config_file or os.path.join(FLAGS.albert_directory,
+                                                         "albert_config.json")
+  # Without <albert_directory>/albert_config.json: the checkpoint's own (e.g. an HF directory's).
+  config = clean_checkpoint.read_config(
+      checkpoint, config_file if FLAGS.albert_config_file or os.path.exists(config_file) else None)
   prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, FLAGS.export_path)
   print(f"exported {checkpoint} to {prefix} (encoder"
         f"{' + masked-LM and sentence-order heads' if with_heads else ' only: no pretraining heads in the checkpoint'})")

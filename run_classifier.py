@@ -37,6 +37,7 @@ cli.define_step_flags(train_step=1000, warmup_step=0)
 cli.define_export_flags()
 cli.define_custom_task_flags()
 cli.define_runtime_flags()
+cli.output_flags(cached_dir=cli.DIRECTORY)
 
 
 def main(_):

@@ -43,6 +43,7 @@ flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to 
 flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
 cli.define_model_flags(vocabulary=False, hub_module=False)
 cli.define_runtime_flags()
+cli.output_flags(output_dir=cli.DIRECTORY)
 
 
 def main(argv):

@@ -31,6 +31,9 @@ FLAGS.set_default("do_eval", True)  # official run_race: train and evaluate by d
 cli.define_step_flags(train_step=12000, warmup_step=1000)
 cli.define_export_flags()
 cli.define_runtime_flags()
+cli.output_flags(cached_dir=cli.DIRECTORY)
+cli.output_flags(train_file=cli.FILE, eval_file=cli.FILE, predict_file=cli.FILE,
+                 written_if_missing=True)  # preprocessed features: read when they exist
 
 
 def main(_):

@@ -54,6 +54,8 @@ cli.define_job_flags(max_seq_length=384, learning_rate=5e-5, save_checkpoints_st
                      evaluation=False)
 cli.define_export_flags()
 cli.define_runtime_flags()
+cli.output_flags(train_feature_file=cli.FILE, predict_feature_file=cli.FILE,
+                 predict_feature_left_file=cli.FILE, written_if_missing=True)  # caches
 
 FLAGS = flags.FLAGS
 

@@ -44,5 +44,13 @@ def _model_from_pretrained(model_class, path, **kwargs):
   return pretrained.model_from_pretrained(model_class, path, **kwargs)
 
 
+def _hub_tokenization_info(handle):
+  """FullTokenizer.from_hub_module (albert_tf/text/tokenization.py) through the leaf hook."""
+  from albert_tf.checkpoints import hub_module  # lazy: it imports TensorFlow, as above
+  module = hub_module.read_hub_module(handle)
+  return module.spm_model_file, module.do_lower_case
+
+
 # Registered here: Python runs this package before any of its modules, the models included.
 model_loader.register(_model_from_pretrained)
+model_loader.register_hub_tokenization(_hub_tokenization_info)

@@ -36,8 +36,14 @@ TENSORFLOW_LOG_LINE = re.compile(
     rb"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] "
     rb"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR")
 
-# Lines that continue the TensorFlow log line just before them (the CPU-feature notice).
-_CONTINUATIONS = (b"To enable the following instructions:",)
+# Lines that continue the TensorFlow log line just before them (blank lines among them): the
+# CPU-feature notice, and what a multi-worker run's errors carry when a peer is lost (gRPC's
+# status, in its old `:{"created":...}` and new `:UNKNOWN:Error received from peer` forms, the
+# RPC that failed, and the eager context's note on asynchronous errors).
+_CONTINUATIONS = (b"To enable the following instructions:",
+                  b"Additional GRPC error information from remote target",
+                  b":UNKNOWN:", b":{\"created\"", b"RPC: /tensorflow.",
+                  b"The error could be from a previous operation.")
 
 # How long an unfinished line that could still become a TensorFlow log line is held back.
 # TensorFlow writes each line with one write(), so a line still unfinished after this is ours
@@ -92,7 +98,7 @@ class _LineFilter:
   def _keep(self, line):
     if TENSORFLOW_LOG_LINE.match(line):
       return False
-    return not (self._dropped and line.startswith(_CONTINUATIONS))
+    return not (self._dropped and (not line.strip() or line.startswith(_CONTINUATIONS)))
 
   def _may_be_dropped(self, partial):
     """False once an unfinished line can no longer turn into a line `_keep` drops."""

@@ -10,6 +10,8 @@ other.
   <export>/assets/albert_config.json         CONFIG_ASSET_NAME  the model's config
   <export>/assets.extra/albert_export.json   EXPORT_INFO        what model the export is (kind,
                                                                 task, architecture, vocabulary)
+  <export>/assets.extra/tf_serving_warmup_requests   WARMUP_REQUESTS   TF Serving's warm-up
+                                                     requests (albert_tf/export/warmup.py)
   <version>/core_ops/                        CORE_OPS_SUBDIR    serving exports: the same weights
                                                                 with core-TensorFlow signatures
 
@@ -22,4 +24,6 @@ VOCAB_ASSET_NAME = "30k-clean.vocab"
 CONFIG_ASSET_NAME = "albert_config.json"
 # A relative path with "/" separators: joined to local paths and to gs:// ones alike.
 EXPORT_INFO = "assets.extra/albert_export.json"
+# The file TF Serving replays when it loads a version (its name is fixed by TF Serving).
+WARMUP_REQUESTS = "assets.extra/tf_serving_warmup_requests"
 CORE_OPS_SUBDIR = "core_ops"

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 
 
@@ -37,9 +38,113 @@ def makedirs(path):
     _gfile().makedirs(path)
 
 
+# What a command writes at an output path (`output_path_problem`): a directory (created if
+# missing, files written inside), a file (written whole, its directory created if missing), or
+# a prefix of files `<path>.<suffix>` (checkpoints, SentencePiece models).
+DIRECTORY = "directory"
+FILE = "file"
+PREFIX = "prefix"
+
+
+def _not_writable(directory):
+  """Why nothing can be created in the existing `directory`, else None (asks, writes nothing:
+  os.access also answers for root, on a read-only mount and for an immutable directory)."""
+  if os.access(directory, os.W_OK | os.X_OK):
+    return None
+  try:
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+      return "read-only file system"
+  except OSError:
+    pass
+  return "permission denied"
+
+
+def output_path_problem(path, kind, written_if_missing=False):
+  """Why a command cannot write `path` as `kind` (DIRECTORY, FILE or PREFIX), else None.
+
+  Checked before any work, and without writing anything: an existing file where a directory
+  is expected or the reverse, a path under a regular file, a directory that is not writable
+  (permissions, a read-only file system, `chattr +i`). Paths on other file systems
+  (`scheme://`) are not checked.
+
+  written_if_missing: the path is a cache, only read when it exists (its writability is then
+    not needed).
+  Returns:
+    A few words (e.g. "is a file, expected a directory"), or None.
+  """
+  path = os.fspath(path)
+  if not path or not is_local(path):
+    return None
+  if os.path.exists(path):
+    if kind == DIRECTORY and not os.path.isdir(path):
+      return "is a file, expected a directory"
+    if kind != DIRECTORY and os.path.isdir(path):
+      return ("is a directory, expected a file" if kind == FILE else
+              "is a directory, expected a file prefix (e.g. <directory>/model.ckpt)")
+    if written_if_missing:
+      return None
+    if kind == DIRECTORY:
+      why = _not_writable(path)
+      return f"is not writable ({why})" if why else None
+    if kind == FILE and not os.access(path, os.W_OK):
+      return f"exists and cannot be replaced ({_not_writable(path) or 'permission denied'})"
+  # The nearest existing directory above: the missing part is created there.
+  parent = os.path.dirname(os.path.abspath(path))
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    return f"cannot be created: {parent} is a file, not a directory"
+  why = _not_writable(parent)
+  if why:
+    return f"cannot be created: {parent} is not writable ({why})"
+  return None
+
+
 def temporary_name(path):
   """A sibling of `path` that no other process writing `path` uses."""
   return f"{os.fspath(path)}.tmp-{os.getpid()}"
+
+
+def pid_running(pid):
+  """True unless no process `pid` exists on this machine (another user's counts as running)."""
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except OSError:  # EPERM: it exists
+    return True
+  return True
+
+
+_TEMPORARY = re.compile(r"\.tmp-(?P<pid>[0-9]+)(?![0-9])")  # temporary_name's mark
+
+
+def remove_temporaries(directory, names=None, of_pid=None):
+  """Removes the temporaries of writes in `directory`: every file or folder whose name holds
+  `.tmp-<pid>` (see `temporary_name`), by default those of processes no longer running (killed
+  half-way, e.g. by SIGKILL).
+
+  names: only entries whose name starts with one of these (or with "." and one of these).
+  of_pid: only this process's (a command stopped by a signal, before it exits).
+  Returns:
+    The paths removed.
+  """
+  directory = os.fspath(directory) or "."
+  if not is_local(directory) or not os.path.isdir(directory):
+    return []
+  removed = []
+  for entry in sorted(os.listdir(directory)):
+    match = _TEMPORARY.search(entry)
+    if not match or (names is not None and not any(
+        entry.startswith((name, "." + name)) for name in names)):
+      continue
+    pid = int(match["pid"])
+    if pid != of_pid if of_pid is not None else (pid == os.getpid() or pid_running(pid)):
+      continue
+    path = os.path.join(directory, entry)
+    remove(path)
+    removed.append(path)
+  return removed
 
 
 def remove(path):

@@ -22,6 +22,19 @@ SQUAD_V2 = "squad_v2"  # the official ALBERT SQuAD v2.0 head
 KINDS = (ENCODER, PRETRAINER, CLASSIFIER, REGRESSION, MULTIPLE_CHOICE, SQUAD_V1, SQUAD_V2)
 CLASSIFIER_KINDS = (CLASSIFIER, REGRESSION)
 SQUAD_KINDS = (SQUAD_V1, SQUAD_V2)
+# The official TF1 names of a one-row GLUE-style head hold either of these two kinds.
+ONE_ROW_KINDS = (REGRESSION, MULTIPLE_CHOICE)
+
+# What each kind is, for messages that name a kind to the user.
+DESCRIPTIONS = {
+    ENCODER: "the encoder alone, no head",
+    PRETRAINER: "masked-LM + sentence-order heads, run_pretraining.py",
+    CLASSIFIER: "GLUE-style classifier, run_classifier.py",
+    REGRESSION: "one-output regression classifier, run_classifier.py STS-B",
+    MULTIPLE_CHOICE: "multiple-choice scorer, run_race.py",
+    SQUAD_V1: "SQuAD v1.1 span head, run_squad_v1.py",
+    SQUAD_V2: "SQuAD v2.0 head, run_squad_v2.py",
+}
 
 
 def kind_of(model):

@@ -6,6 +6,9 @@ writers of the small record files beside them.
   <output_dir>/train_input_state/worker_<i>/     the input pipeline's position (INPUT_STATE_DIR),
       input_signature.json                       and what that position belongs to
   <output_dir>/run_seed.json                     the run's seed (SEED_FILE)
+  <output_dir>/albert_config.json, 30k-clean.model   the model's config and SentencePiece model
+                                                 (ALBERT_CONFIG, SPM_MODEL): written by training
+                                                 runs, so the directory loads with no other flag
   <output_dir>/albert_tf.lock                    one writer at a time (LOCK_FILE)
   <output_dir>/eval_results.txt                  `key = value` lines (EVAL_RESULTS)
   <output_dir>/model.ckpt-best                   the sweep's best, official TF1 layout
@@ -35,6 +38,8 @@ BEST_CHECKPOINT = "model.ckpt-best"
 BEST_CHECKPOINT_JSON = "best_checkpoint.json"
 BEST_TRIAL = "best_trial.txt"
 LABEL_LIST = "label_list.json"
+ALBERT_CONFIG = "albert_config.json"  # as beside the official tarballs' checkpoints
+SPM_MODEL = "30k-clean.model"  # the official tarballs' name for the SentencePiece model
 TEST_RESULTS = "test_results.tsv"
 PREDICTIONS = "predictions.tsv"
 PREDICT_RESULTS = "predict_results.txt"
@@ -43,6 +48,17 @@ PREDICT_RESULTS = "predict_results.txt"
 def path(output_dir, name):
   """`<output_dir>/<name>` for one of the names above."""
   return os.path.join(output_dir, name)
+
+
+def write_model_description(output_dir, config_json, spm_model_file=None):
+  """ALBERT_CONFIG (the config's JSON text) and a copy of the SentencePiece model as SPM_MODEL in
+  output_dir, replacing older ones; nothing is copied onto itself. Returns the paths written."""
+  written = [fileio.write_text(path(output_dir, ALBERT_CONFIG), config_json)]
+  target = path(output_dir, SPM_MODEL)
+  if spm_model_file and os.path.abspath(spm_model_file) != os.path.abspath(target):
+    with open(spm_model_file, "rb") as f:
+      written.append(fileio.write_bytes(target, f.read()))
+  return written
 
 
 def write_best_trial(output_dir, last_step, best_step, value_text):
@@ -60,9 +76,24 @@ def read_best_trial_value(output_dir):
     return float(f.read().strip().split(":")[-1])
 
 
-def write_best_checkpoint_record(output_dir, checkpoint, step, metric, value, result):
-  """best_checkpoint.json: the best checkpoint of a sweep, its step, metric and result."""
-  return fileio.write_json(path(output_dir, BEST_CHECKPOINT_JSON),
-                           {"checkpoint": checkpoint, "step": step, "metric": metric,
-                            "value": float(value),
-                            "result": {k: float(v) for k, v in result.items()}}, indent=2)
+def write_best_checkpoint_record(output_dir, checkpoint, step, metric, value, result,
+                                 kind=None):
+  """best_checkpoint.json: the best checkpoint of a sweep, its step, metric and result, and the
+  model's kind (albert_tf.kinds: the official one-row head of model.ckpt-best does not say
+  whether it is a regression classifier or a multiple-choice scorer)."""
+  record = {"checkpoint": checkpoint, "step": step, "metric": metric, "value": float(value),
+            "result": {k: float(v) for k, v in result.items()}}
+  if kind:
+    record["kind"] = kind
+  return fileio.write_json(path(output_dir, BEST_CHECKPOINT_JSON), record, indent=2)
+
+
+def read_best_checkpoint_kind(output_dir):
+  """The model kind best_checkpoint.json records, else None (no file, an older one, unreadable:
+  the kind is then read from the checkpoint's names alone)."""
+  try:
+    record = fileio.read_json(path(output_dir, BEST_CHECKPOINT_JSON))
+  except (OSError, ValueError):
+    return None
+  kind = record.get("kind") if isinstance(record, dict) else None
+  return kind if isinstance(kind, str) else None

@@ -41,8 +41,8 @@ from albert_tf.errors import AlbertError
 from albert_tf.text.packing import encode_text_pair
 from albert_tf.text.tokenization import make_tokenizer
 
-_CONFIG_FILE = "albert_config.json"
-_SPM_FILE = "30k-clean.model"
+_CONFIG_FILE = output_layout.ALBERT_CONFIG
+_SPM_FILE = output_layout.SPM_MODEL
 _HF_SPM_FILE = "spiece.model"
 _BEST = output_layout.BEST_CHECKPOINT
 

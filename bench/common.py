@@ -202,3 +202,13 @@ def cpu_model():
     pass
   import platform  # pylint: disable=g-import-not-at-top
   return platform.processor() or "unknown CPU"
+
+
+def spm_model(work_dir):
+  """A small SentencePiece model trained on the docstring corpus (the vocabulary size does not
+  change the encoder's cost; its ids fit any ALBERT vocabulary of 4000 pieces or more)."""
+  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
+  corpus = os.path.join(work_dir, "corpus.txt")
+  build_docstring_corpus(corpus, max_bytes=2_000_000)
+  return train_sentencepiece([corpus], os.path.join(work_dir, "spm"), vocab_size=4000)

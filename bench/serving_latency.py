@@ -50,21 +50,12 @@ FLAGS = flags.FLAGS
 GOAL_RATIO = 0.7
 
 
-def _spm_model(work_dir):
-  """A small SentencePiece model (the vocabulary size does not change the encoder's cost)."""
-  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
-  from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
-  corpus = os.path.join(work_dir, "corpus.txt")
-  build_docstring_corpus(corpus, max_bytes=2_000_000)
-  return train_sentencepiece([corpus], os.path.join(work_dir, "spm"), vocab_size=4000)
-
-
 def export_ours(work_dir, seq_length):
   """One fp32 classifier exported at both serving precisions. Returns {precision: path}."""
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  spm = _spm_model(work_dir)
+  spm = common.spm_model(work_dir)
   model = AlbertClassifier(AlbertConfig.from_dict(common.ALBERT_BASE), num_classes=2)
   paths = {}
   for precision in ("fp32", "bf16"):

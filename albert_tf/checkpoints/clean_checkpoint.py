@@ -3,45 +3,49 @@
 The official tool builds the pretraining model (encoder, masked-LM and sentence-order heads),
 loads `<albert_directory>/<checkpoint_name>` (default `model.ckpt-best`) and saves every model
 variable and `global_step` (no optimizer slots) at --export_path. Here the input may be an
-official TF1 checkpoint, one of ours or an HF directory; a checkpoint without the pretraining heads
-(a fine-tuned `model.ckpt-best`) exports the encoder alone rather than heads at random values.
+official TF1 checkpoint, one of ours or an HF directory; a checkpoint without both pretraining
+heads (a fine-tuned `model.ckpt-best`) exports the encoder alone rather than heads at random
+values. The output is self-describing: its albert_config.json (and the input's SentencePiece
+model, when it has one) beside it, as the converter leaves them (`conversion.write_beside`).
 """
 
 import os
 
-import tensorflow as tf
-
-from albert_tf.checkpoints import official_names
+from albert_tf.checkpoints import conversion
+from albert_tf.checkpoints import formats
+from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import tf1
-from albert_tf.checkpoints.init import checkpoint_global_step, init_from_checkpoint
+from albert_tf.checkpoints.init import checkpoint_global_step, init_pretrainer
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.networks.encoder import AlbertEncoder
 
 
-def _has_pretraining_heads(path):
-  if os.path.isdir(path) and not tf.io.gfile.exists(os.path.join(path, "checkpoint")):
-    return True  # an HF directory: AlbertForPreTraining weights carry both heads
-  names = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path)).get_variable_to_shape_map()
-  return any(n.endswith(official_names.MLM_OUTPUT_BIAS) or "masked_lm_head/output_bias" in n
-             for n in names)
+def read_config(checkpoint, config_file=None):
+  """The config to export with: `config_file`, else the checkpoint's own (the albert_config.json
+  beside it, an HF directory's config.json)."""
+  if config_file:
+    return AlbertConfig.from_json_file(config_file)
+  return formats.detect(checkpoint, "checkpoint", hub_modules=False).config()
 
 
 def export_checkpoint(config, checkpoint, export_path):
-  """Loads `checkpoint` into the pretraining model and writes it in the official layout.
+  """Loads `checkpoint` into the pretraining model and writes it in the official layout, with
+  albert_config.json (and the input's SentencePiece model) beside it.
 
   Returns:
     (prefix written, whether the MLM/SOP heads were included).
   Raises:
     AlbertError: no checkpoint; the encoder does not match the config.
   """
-  if not os.path.isdir(checkpoint) and not tf.io.gfile.exists(checkpoint + ".index"):
+  if not os.path.isdir(checkpoint) and not integrity.checkpoint_files(checkpoint):
     raise AlbertError(f"{checkpoint}: no checkpoint there (expected {checkpoint}.index)")
-  with_heads = _has_pretraining_heads(checkpoint)
-  model = AlbertPretrainer(config) if with_heads else AlbertEncoder(config)
-  init_from_checkpoint(model, checkpoint)
-  step = None
-  if not os.path.isdir(checkpoint):
-    step = checkpoint_global_step(checkpoint)
-  prefix = tf1.save_tf1_checkpoint(model, export_path, global_step=step or 0)
+  source = formats.detect(checkpoint, "checkpoint", hub_modules=False)
+  pretrainer = AlbertPretrainer(config)
+  heads, _ = init_pretrainer(pretrainer, checkpoint)
+  with_heads = len(heads) == 2  # one head alone is not the official pretraining model
+  step = None if source.name == formats.HF else checkpoint_global_step(source.path)
+  prefix = tf1.save_tf1_checkpoint(pretrainer if with_heads else pretrainer.encoder, export_path,
+                                   global_step=step or 0)
+  conversion.write_beside(prefix, formats.TF1, config, source.spm_model_file())
   return prefix, with_heads

@@ -16,9 +16,12 @@ Hugging Face transformers directories (`config.json` + `model.safetensors`).
 
 The input's format is detected. The output format is --output_format, by default the other of
 TF1 / TF2 for those inputs and TF1 (the official layout) for an HF directory; --direction (the
-older flag) still says tf1_to_tf2 or tf2_to_tf1. An HF input needs no --albert_config_file: its
-config.json gives the config, and the converter then writes `albert_config.json` beside a TF1 or
-TF2 output. The input's model is converted whole, its head included: the pretraining heads
+older flag) still says tf1_to_tf2 or tf2_to_tf1. --albert_config_file is needed only when the
+input carries no config: an HF directory has its config.json, a tarball and the outputs of our
+tools their albert_config.json (beside a TF1/TF2 checkpoint). Every output is self-describing:
+`albert_config.json` beside a TF1 or TF2 output (an HF output has its config.json) and the
+input's SentencePiece model, when it has one (`30k-clean.model`; `spiece.model` in an HF
+directory). The input's model is converted whole, its head included: the pretraining heads
 (`cls/...`; HF AlbertForPreTraining), a GLUE classifier or regression (`output_weights` [N, H];
 HF AlbertForSequenceClassification with id2label), the RACE scorer (`output_weights` [1, H]; HF
 AlbertForMultipleChoice), the SQuAD v1.1 head (`cls/squad/`; HF AlbertForQuestionAnswering), or
@@ -96,25 +99,50 @@ def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):
           "initialised (SQuAD does not read it)")
 
 
-def _write_config_beside(config, output_checkpoint):
-  """albert_config.json next to a TF1/TF2 output; refuses to replace a different one."""
-  path = os.path.join(os.path.dirname(os.fspath(output_checkpoint)) or ".", "albert_config.json")
-  text = config.to_json_string()
+def _write_new(path, data, what):
+  """Writes bytes `data` at `path` unless it holds them already; refuses to replace others."""
   if os.path.exists(path):
-    with open(path, "r", encoding="utf-8") as f:
-      if f.read() == text:
+    with open(path, "rb") as f:
+      if f.read() == data:
         return path
-    raise AlbertError(f"{path}: exists with another config; remove it or choose another "
+    raise AlbertError(f"{path}: exists with another {what}; remove it or choose another "
                       "--output_checkpoint")
-  return fileio.write_text(path, text)
+  return fileio.write_bytes(path, data)
+
+
+def write_beside(output_checkpoint, output_format, config, spm_model_file=None):
+  """Makes the output self-describing: albert_config.json beside a TF1/TF2 output (an HF output
+  has its config.json) and the input's SentencePiece model, when it has one, as the format names
+  it (30k-clean.model; an HF directory's spiece.model), so that from_pretrained,
+  --init_checkpoint and this converter read the output with no other flag.
+
+  Returns:
+    the files written (or found already there, identical).
+  Raises:
+    AlbertError: a different file of that name is already there.
+  """
+  if output_format == formats.HF:
+    directory, spm_name, written = os.fspath(output_checkpoint), formats.HF_SPM_FILE, []
+  else:
+    directory = os.path.dirname(os.fspath(output_checkpoint)) or "."
+    spm_name = formats.SPM_FILE
+    written = [_write_new(os.path.join(directory, formats.CONFIG_FILE),
+                          config.to_json_string().encode("utf-8"), "config")]
+  if spm_model_file:
+    with open(spm_model_file, "rb") as f:
+      written.append(_write_new(os.path.join(directory, spm_name), f.read(),
+                                "SentencePiece model"))
+  return written
 
 
 def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
             output_format=None, model_type=None, label_list=None):
   """Converts `input_checkpoint` (format detected) to `output_checkpoint`.
 
-  config_file: albert_config.json, or None for an HF input (its config.json is used and written
-    beside a TF1/TF2 output as albert_config.json).
+  config_file: albert_config.json, or None: the input's own (an HF config.json, a tarball's or
+    the albert_config.json beside a TF1/TF2 checkpoint). The config is written beside a TF1/TF2
+    output as albert_config.json, with the input's SentencePiece model when it has one
+    (`write_beside`).
   direction: "auto", or the older "tf1_to_tf2" / "tf2_to_tf1" (checked against the input).
   output_format: "tf1", "tf2" or "hf"; None: tf2 for a TF1 input, else tf1.
   model_type: which model the input holds (model_source.MODEL_TYPES); None: read from the input
@@ -138,14 +166,9 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
   if output_format not in FORMATS:
     raise AlbertError(f"--output_format={output_format!r} is invalid: expected one of "
                       f"{', '.join(FORMATS)}")
-  if config_file:
-    config = AlbertConfig.from_json_file(config_file)
-  elif fmt == "hf":
-    config = hf.config_from_hf(input_path)
-  elif fmt == formats.TARBALL:
-    config = formats.TarballFormat(input_path).config()  # the tarball's albert_config.json
-  else:
-    raise AlbertError("--albert_config_file is required for a TF1 or TF2 input")
+  source = formats.adapter_class(fmt)(input_path)
+  # The input's own config (an HF config.json, a tarball's, or the one beside a checkpoint).
+  config = AlbertConfig.from_json_file(config_file) if config_file else source.config()
   own_labels = hf.hf_label_names(input_path) if fmt == "hf" else None  # id2label's names
   model, model_type = read_model(config, fmt, input_path, model_type, label_list or own_labels)
   if model_type != "classifier":
@@ -154,8 +177,7 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
                         f"{model_type} model")
     own_labels = None
   write_model(model, output_format, output_checkpoint, label_list=label_list or own_labels)
-  if fmt == "hf" and not config_file and output_format != "hf":
-    _write_config_beside(config, output_checkpoint)
+  write_beside(output_checkpoint, output_format, config, source.spm_model_file())
   _notes_on_what_is_lost(fmt, input_path, output_format, model_type, own_labels)
   done = f"{fmt}_to_{output_format}"
   print(f"{done}: {input_path} -> {output_checkpoint} ({model_type})")

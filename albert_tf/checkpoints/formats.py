@@ -2,7 +2,8 @@
 
   TF1         an official name-based checkpoint (`bert/...`, `cls/...`; prefix or directory)
   TF2         one of ours, object-based (`tf.train.Checkpoint(model=...)`)
-  HF          an HF transformers directory (`config.json` + `model.safetensors`)
+  HF          an HF transformers directory (`config.json` + `model.safetensors`,
+              `pytorch_model.bin` or `tf_model.h5`: hf_tensors.WEIGHT_FILES, first found)
   HUB_MODULE  a TF-Hub module / SavedModel directory (the official TF1 modules, our exports)
   TARBALL     an official tarball directory, untarred (albert_base_v2.tar.gz, ...): read only
 
@@ -11,18 +12,24 @@ and the weights with the official TF1 names: `model.ckpt-best` (the v2 tarballs)
 tarballs, a TF1 TF-Hub module's `variables/variables`. A TF1 or TF2 checkpoint prefix reads its
 config from the `albert_config.json` beside it too.
 
-Each adapter answers `config()`, `kind(model_type=None)` (the model it holds, albert_tf.kinds,
+Each adapter answers `config()`, `spm_model_file()` (the SentencePiece model it comes with:
+`30k-clean.model` beside a TF1/TF2 checkpoint or in a tarball, an HF directory's `spiece.model`,
+a module's asset; else None), `check_weights()` (a one-line error when the weights are
+missing or unreadable: TF checkpoints are verified by detect, HF weights here),
+`kind(model_type=None)` (the model it holds, albert_tf.kinds,
 with a classifier's number of classes), `load_into(model, label_list=None)` (every weight of
 that model) and, for the formats we write, `save(model, path, label_list=None)`. Adapters
 never build models: the caller passes one (albert_tf.models.build).
 """
 
 import os
+import typing
 
 import tensorflow as tf
 
 from albert_tf import kinds, output_layout
 from albert_tf.checkpoints import hf
+from albert_tf.checkpoints import hf_heads
 from albert_tf.checkpoints import hub_module
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
@@ -37,8 +44,9 @@ HF = "hf"
 HUB_MODULE = "hub_module"
 TARBALL = "tarball"
 
-CONFIG_FILE = "albert_config.json"  # beside a TF1/TF2 checkpoint (official tarballs, our runs)
-SPM_FILE = "30k-clean.model"  # the SentencePiece model of an official tarball
+CONFIG_FILE = output_layout.ALBERT_CONFIG  # beside a TF1/TF2 checkpoint (tarballs, our runs)
+SPM_FILE = output_layout.SPM_MODEL  # the SentencePiece model of an official tarball (and ours)
+HF_SPM_FILE = "spiece.model"  # the SentencePiece model of an HF transformers ALBERT directory
 # The weights of an official tarball directory, first found wins: v2, then v1 (a TF-Hub module's).
 TARBALL_CHECKPOINTS = (output_layout.BEST_CHECKPOINT, os.path.join("variables", "variables"))
 
@@ -54,6 +62,35 @@ _KIND_SIGNATURES = (
 _HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
               "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
 _HEADLESS = (kinds.ENCODER, kinds.PRETRAINER)  # loading these needs no task head
+_TF2_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"  # how our TF2 checkpoints name a variable
+
+
+class HeldKind(typing.NamedTuple):
+  """Which model a checkpoint holds, read from its variable names (and its head's shape).
+
+  kinds: the kinds it may hold: one, or kinds.ONE_ROW_KINDS for an official one-row head that
+    nothing beside it names. rows: the rows of a GLUE-style head (`output_weights` [rows, H]),
+    else None. evidence: the variable (or HF config field) that says so, with its shape; None
+    for an encoder alone.
+  """
+  kinds: tuple
+  rows: typing.Optional[int] = None
+  evidence: typing.Optional[str] = None
+
+  def describe(self):
+    """E.g. "a classifier checkpoint (3 classes; output_weights [3, 32])"."""
+    what = " or ".join(self.kinds)
+    detail = []
+    if self.kinds == (kinds.CLASSIFIER,) and self.rows:
+      detail.append(f"{self.rows} classes")
+    if len(self.kinds) == 1:
+      detail.append(kinds.DESCRIPTIONS[self.kinds[0]])
+    if self.evidence:
+      detail.append(f"its {self.evidence}")
+    elif self.kinds == (kinds.ENCODER,):
+      detail.append(f"only {official_names.ENCODER_SCOPE} variables")
+    article = "an" if what[0] in "aeiou" else "a"
+    return f"{article} {what} checkpoint ({'; '.join(detail)})"
 
 
 def is_saved_model_directory(path):
@@ -132,10 +169,24 @@ class CheckpointFormat:
                         "--albert_config_file")
     return AlbertConfig.from_json_file(config_file)
 
+  def spm_model_file(self):
+    """The SentencePiece model the checkpoint comes with (TF1/TF2: 30k-clean.model beside it),
+    or None."""
+    return _existing(os.path.join(os.path.dirname(self.path) or ".", SPM_FILE))
+
+  def check_weights(self):
+    """Raises a one-line AlbertError when the weights are not there or do not read (TF1/TF2
+    checkpoints and tarballs were verified whole by `detect`)."""
+
   def kind(self, model_type=None):
     """(kind, number of classes or None) of the model the checkpoint holds; model_type: the
     kind when the caller knows it (only the classes are read then)."""
     raise NotImplementedError
+
+  def held_kind(self):
+    """HeldKind: the kinds the checkpoint may hold and the variable that says so."""
+    kind, rows = self.kind()
+    return HeldKind((kind,), rows)
 
   def load_into(self, model, label_list=None):
     """Loads every weight of `model` (built for `kind()`); the encoder and pretrainer need no
@@ -155,23 +206,46 @@ class CheckpointFormat:
 class _TfFormat(CheckpointFormat):
   """What TF1 and TF2 checkpoints share: the kind read from variable names and shapes."""
 
+  def _shapes(self):
+    return {name: shape for name, shape in
+            tf.train.load_checkpoint(self.path).get_variable_to_shape_map().items()
+            if "OPTIMIZER_SLOT" not in name}
+
+  def held_kind(self):
+    shapes = self._shapes()
+
+    def named(name):  # a variable as users know it: `output_weights [3, 32]`
+      return f"{name[:-len(_TF2_VALUE_SUFFIX)] if name.endswith(_TF2_VALUE_SUFFIX) else name} " \
+             f"{list(shapes[name])}"
+    head = next((name for name in _HEAD_ROWS if name in shapes), None)
+    rows = shapes[head][0] if head else None
+    for part, kind in _KIND_SIGNATURES:
+      if kind == kinds.PRETRAINER and head is not None:
+        break  # a task head wins (an official run fine-tuned from a hub module keeps its cls/)
+      name = next((n for n in sorted(shapes) if part in n), None)
+      if name is not None:
+        if kind == kinds.CLASSIFIER and rows == 1:
+          kind = kinds.REGRESSION  # our TF2 classifier head with one row: STS-B
+        return HeldKind((kind,), rows, named(head if head and part in head else name))
+    if head is None:
+      return HeldKind((kinds.ENCODER,))
+    if rows > 1:
+      return HeldKind((kinds.CLASSIFIER,), rows, named(head))
+    recorded = output_layout.read_best_checkpoint_kind(os.path.dirname(self.path) or ".")
+    return HeldKind((recorded,) if recorded in kinds.ONE_ROW_KINDS else kinds.ONE_ROW_KINDS,
+                    rows, named(head))
+
   def kind(self, model_type=None):
-    shapes = {name: shape for name, shape in
-              tf.train.load_checkpoint(self.path).get_variable_to_shape_map().items()
-              if "OPTIMIZER_SLOT" not in name}
-    rows = next((shapes[name][0] for name in _HEAD_ROWS if name in shapes), None)
+    held = self.held_kind()
     if model_type is None:
-      model_type = next((kind for part, kind in _KIND_SIGNATURES
-                         if any(part in name for name in shapes)), None)
-    if model_type is None and rows is not None:
-      if rows == 1:
+      if len(held.kinds) > 1:
         raise AlbertError(f"{self.path}: its one-row head `output_weights` [1, H] is a "
                           "regression classifier (STS-B) or a multiple-choice scorer (RACE): "
                           "pass --model_type=regression or --model_type=multiple_choice")
-      model_type = kinds.CLASSIFIER
-    if model_type == kinds.CLASSIFIER and rows == 1:
+      model_type = held.kinds[0]
+    if model_type == kinds.CLASSIFIER and held.rows == 1:
       model_type = kinds.REGRESSION  # our TF2 classifier head with one row: STS-B
-    return model_type or kinds.ENCODER, rows if model_type in kinds.CLASSIFIER_KINDS else None
+    return model_type, held.rows if model_type in kinds.CLASSIFIER_KINDS else None
 
 
 class Tf1Format(_TfFormat):
@@ -214,8 +288,27 @@ class HfFormat(CheckpointFormat):
   def config(self):
     return hf.config_from_hf(self.path)
 
+  def spm_model_file(self):
+    return _existing(os.path.join(self.path, HF_SPM_FILE))
+
+  def check_weights(self):
+    hf.read_hf_tensors(self.path, shapes_only=True)  # (shapes only: the tensors are not read)
+
   def kind(self, model_type=None):
     return hf.hf_model_type(self.path, model_type)
+
+  def held_kind(self):
+    hf_config = hf.read_hf_config_json(self.path)
+    arch = hf_heads.architecture(hf_config)
+    head = hf.read_hf_tensors(self.path, shapes_only=True).get(
+        official_names.HF_CLASSIFIER + ".weight")
+    rows = head[0] if head else None
+    if arch is None and rows == 1:  # (the tensor names cannot tell the two apart)
+      return HeldKind(kinds.ONE_ROW_KINDS, rows,
+                      f"{official_names.HF_CLASSIFIER}.weight {list(head)}")
+    kind, _ = self.kind()
+    return HeldKind((kind,), rows if kind in kinds.CLASSIFIER_KINDS else None,
+                    f"config.json architectures {arch}" if arch else None)
 
   def label_names(self):
     """The class names of its id2label (None when generic or absent)."""
@@ -243,6 +336,9 @@ class HubModuleFormat(CheckpointFormat):
 
   def config(self):
     return self.module().config
+
+  def spm_model_file(self):
+    return self.module().spm_model_file
 
   def kind(self, model_type=None):
     return model_type or kinds.PRETRAINER, None
@@ -291,8 +387,7 @@ class TarballFormat(_TfFormat):
 
   def spm_model_file(self):
     """The tarball's 30k-clean.model, or None when it is not there."""
-    path = os.path.join(self.directory, SPM_FILE)
-    return path if os.path.exists(path) else None
+    return _existing(os.path.join(self.directory, SPM_FILE))
 
   def load_into(self, model, label_list=None):
     """Every weight of `model`, built from `config()`; the checkpoint must hold no encoder
@@ -319,6 +414,10 @@ class TarballFormat(_TfFormat):
   def save(model, path, label_list=None):
     raise AlbertError(f"{path}: official tarball directories are read only; write the "
                       f"{TF1} format (a checkpoint prefix with {CONFIG_FILE} beside it)")
+
+
+def _existing(path):
+  return path if os.path.exists(path) else None
 
 
 def _refuse_missing(report, path):

@@ -1,7 +1,8 @@
 """Hugging Face transformers ALBERT directories (`config.json` + `model.safetensors`), both ways:
 the HF format's public names, gathered from the files that each do one job.
 
-Reading needs no PyTorch: tensors come from `model.safetensors` through `safetensors.numpy`.
+Reading needs no PyTorch: tensors come from `model.safetensors` through `safetensors.numpy`,
+else from `pytorch_model.bin` (a pickle read without running it) or `tf_model.h5` (h5py).
 An HF ALBERT directory stores PyTorch tensors: `albert.` (the encoder and, except in
 `AlbertForQuestionAnswering`, the pooler) and its model's head:
 
@@ -15,7 +16,9 @@ An HF ALBERT directory stores PyTorch tensors: `albert.` (the encoder and, excep
 * AlbertModel: no head -> AlbertEncoder.
 
   hf_config.py   config.json <-> AlbertConfig; the layouts HF can hold (sharing, groups)
-  hf_tensors.py  model.safetensors (and shards) <-> {HF name: array}
+  hf_tensors.py  model.safetensors (and shards) <-> {HF name: array}; reads the others:
+  hf_torch_bin.py  pytorch_model.bin (zip or legacy pickle) -> arrays, without torch
+  hf_tf_h5.py    tf_model.h5 (transformers' Keras weights) -> arrays in PyTorch's names
   hf_heads.py    the architecture of each kind (KIND_ARCHITECTURES), the kind a directory
                  holds, a classifier's class names (id2label) and their order
   hf_load.py     load_hf_checkpoint: every shape checked before anything is assigned
@@ -52,7 +55,7 @@ def is_hf_directory(path):
   """True when `path` is a directory holding an HF `config.json` (and no TF checkpoint state).
 
   A directory with `config.json` counts even without weights, so that loading it reports the
-  missing `model.safetensors` rather than "no checkpoint".
+  missing weights file rather than "no checkpoint".
   """
   path = os.fspath(path)
   if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, CONFIG_NAME)):

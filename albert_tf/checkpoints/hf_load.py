@@ -123,7 +123,8 @@ def load_hf_checkpoint(model, path, label_list=None, require_head=False):
   Args:
     model: AlbertEncoder, AlbertPretrainer or a task model with `.encoder`, built with the
       config of the directory (`config_from_hf(path)`); a classifier with the task's classes.
-    path: a directory with `config.json` and `model.safetensors`.
+    path: a directory with `config.json` and `model.safetensors`, `pytorch_model.bin` or
+      `tf_model.h5` (or their shards; `hf_tensors.weights_file` says which is read).
     label_list: a classifier's labels in the task's order: id2label's names put the head's rows
       in that order (`head_row_order`). Required when id2label holds names other than
       transformers' generic LABEL_<i> (pass `hf_label_names(path)` to keep the directory's).
@@ -131,13 +132,13 @@ def load_hf_checkpoint(model, path, label_list=None, require_head=False):
   Returns:
     LoadReport: loaded/missing in official TF1 names, unexpected in HF names.
   Raises:
-    AlbertError: not an ALBERT directory, no safetensors, config.json and the model disagree,
+    AlbertError: not an ALBERT directory, no weights file, config.json and the model disagree,
       a tensor's shape differs, a classifier head of other classes, no head with require_head,
       or a layout the official model cannot compute. Nothing is assigned then.
   """
   path = os.fspath(path)
   config_file = os.path.join(path, hf_config.CONFIG_NAME)
-  weights_where = os.path.join(path, hf_tensors.WEIGHTS_NAME)
+  weights_where = hf_tensors.weights_file(path) or os.path.join(path, hf_tensors.WEIGHTS_NAME)
   encoder = official_names.encoder_of(model)
   hf_config.check_same_architecture(hf_config.config_from_hf(path), encoder.config, config_file)
   hf_config.check_sharing(encoder.config, config_file)

@@ -1,6 +1,7 @@
-"""The tensors of an HF ALBERT directory: `model.safetensors` (or its shards) read and written
-as NumPy arrays, no PyTorch; HF names (`albert.`, `predictions.`, ...) as in
-`official_names`."""
+"""The tensors of an HF ALBERT directory read as NumPy arrays, no PyTorch; HF names (`albert.`,
+`predictions.`, ...) as in `official_names`. Read, first found wins: `model.safetensors` (or
+its shards), `pytorch_model.bin` (or its shards; `hf_torch_bin`, never running the pickle),
+`tf_model.h5` (`hf_tf_h5`). Written: `model.safetensors`."""
 
 import json
 import os
@@ -10,11 +11,15 @@ import safetensors
 from safetensors import numpy as st_numpy
 
 from albert_tf import fileio
+from albert_tf.checkpoints import hf_tf_h5
+from albert_tf.checkpoints import hf_torch_bin
 from albert_tf.errors import AlbertError
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
-OTHER_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5")
+TORCH_WEIGHTS_NAME = "pytorch_model.bin"
+TORCH_WEIGHTS_INDEX_NAME = "pytorch_model.bin.index.json"
+TF_WEIGHTS_NAME = "tf_model.h5"
 
 BASE_PREFIX = "albert."
 
@@ -30,53 +35,79 @@ BUFFER_SUFFIXES = (".position_ids", ".token_type_ids")
 
 
 def has_weights_file(path):
-  """True when the directory holds any HF weights file (safetensors, its index, or the
-  PyTorch / Keras files this package does not read)."""
-  return any(os.path.exists(os.path.join(path, name))
-             for name in (WEIGHTS_NAME, WEIGHTS_INDEX_NAME) + OTHER_WEIGHTS)
+  """True when the directory holds any HF weights file (WEIGHT_FILES)."""
+  return weights_file(path) is not None
 
 
-def _load_safetensors_file(weights_file, shapes_only=False):
+def _load_safetensors_file(file, shapes_only=False):
   try:
     if shapes_only:
-      with safetensors.safe_open(weights_file, framework="np") as f:
+      with safetensors.safe_open(file, framework="np") as f:
         return {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
-    return st_numpy.load_file(weights_file)
+    return st_numpy.load_file(file)
   except Exception as e:  # pylint: disable=broad-except  (safetensors raises several types)
     first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    raise AlbertError(f"{weights_file}: cannot read as safetensors ({first})") from None
+    raise AlbertError(f"{file}: cannot read as safetensors ({first})") from None
 
 
 def read_hf_tensors(path, shapes_only=False):
-  """{HF name: np.ndarray} of `<path>/model.safetensors` (or its shards), `albert.` prefixed.
+  """{HF name: np.ndarray} of the directory's weights (`weights_file`), `albert.` prefixed.
 
   A bare `AlbertModel` directory stores its names without the `albert.` prefix; they are given
   it here, so every name is as in an `AlbertForPreTraining`. shapes_only: values are the tensors'
-  shapes (the tensors are not read).
+  shapes (the tensors are not read). Every format gives PyTorch's layout ([out, in] weights).
   """
   path = os.fspath(path)
-  weights_file = os.path.join(path, WEIGHTS_NAME)
-  index_file = os.path.join(path, WEIGHTS_INDEX_NAME)
-  if os.path.isfile(weights_file):
-    tensors = _load_safetensors_file(weights_file, shapes_only)
-  elif os.path.isfile(index_file):
-    try:
-      with open(index_file, "r", encoding="utf-8") as f:
-        weight_map = json.load(f)["weight_map"]
-      shards = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-      raise AlbertError(f"{index_file}: not a safetensors index with a weight_map "
-                        f"({type(e).__name__})") from None
+  found = weights_file(path)
+  if found is None:
+    raise AlbertError(f"{path}: HF directory has no weights file (one of "
+                      f"{', '.join(WEIGHT_FILES)})")
+  reader = WEIGHT_FILES[os.path.basename(found)]
+  if reader is None:  # an index: the shards it names, each read by the index's format
+    reader = WEIGHT_FILES[os.path.basename(found)[:-len(INDEX_SUFFIX)]]
     tensors = {}
-    for shard in shards:
-      tensors.update(_load_safetensors_file(os.path.join(path, shard), shapes_only))
+    for shard in _index_shards(found):
+      tensors.update(reader(os.path.join(path, shard), shapes_only))
   else:
-    others = [n for n in OTHER_WEIGHTS if os.path.exists(os.path.join(path, n))]
-    found = f" (found {', '.join(others)}: re-save it with safe_serialization)" if others else ""
-    raise AlbertError(f"{path}: HF directory has no {WEIGHTS_NAME}{found}")
+    tensors = reader(found, shapes_only)
   if tensors and not any(name.startswith(BASE_PREFIX) for name in tensors):
     tensors = {BASE_PREFIX + name: value for name, value in tensors.items()}
   return tensors
+
+
+def _index_shards(index_file):
+  """The shard files an HF `*.index.json` names, each once, sorted."""
+  try:
+    with open(index_file, "r", encoding="utf-8") as f:
+      weight_map = json.load(f)["weight_map"]
+    shards = sorted(set(weight_map.values()))
+  except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    raise AlbertError(f"{index_file}: not an HF weights index with a weight_map "
+                      f"({type(e).__name__})") from None
+  for shard in shards:
+    if not isinstance(shard, str) or os.path.basename(shard) != shard:
+      raise AlbertError(f"{index_file}: shard {str(shard)[:60]!r} is not a file name beside it")
+  return shards
+
+
+INDEX_SUFFIX = ".index.json"
+# The weight files an HF directory may hold, in the order read (first found wins, as in
+# transformers' from_pretrained: safetensors before PyTorch's pickle; tf_model.h5, which
+# transformers reads only with from_tf=True, last) -> the reader of one file (None: an index).
+WEIGHT_FILES = {
+    WEIGHTS_NAME: _load_safetensors_file, WEIGHTS_INDEX_NAME: None,
+    TORCH_WEIGHTS_NAME: hf_torch_bin.read_torch_file, TORCH_WEIGHTS_INDEX_NAME: None,
+    TF_WEIGHTS_NAME: hf_tf_h5.read_tf_h5,
+}
+
+
+def weights_file(path):
+  """The weights file (or index) of the HF directory at `path` that is read, or None."""
+  for name in WEIGHT_FILES:
+    candidate = os.path.join(os.fspath(path), name)
+    if os.path.isfile(candidate):
+      return candidate
+  return None
 
 
 def write_hf_tensors(tensors, directory):

@@ -2,6 +2,7 @@
 
 from absl import logging
 
+from albert_tf import kinds
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import hub_module
@@ -51,6 +52,29 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
   return report
 
 
+# The pretraining heads by official scope: what a pretrainer may load or lack.
+PRETRAINING_HEAD_SCOPES = {"mlm": "cls/predictions/", "sop": "cls/seq_relationship/"}
+
+
+def init_pretrainer(pretrainer, path):
+  """Loads a checkpoint into an AlbertPretrainer: the encoder must load, and says which of its
+  heads ("mlm", "sop") the checkpoint held whole (the others stay at their initial values).
+
+  Returns:
+    (heads held: a tuple of PRETRAINING_HEAD_SCOPES' keys, HeldKind of the checkpoint).
+  Raises:
+    AlbertError: as init_from_checkpoint.
+  """
+  report = init_from_checkpoint(pretrainer, path)
+  held = formats.detect(path, "--init_checkpoint").held_kind()
+  if report is None:  # our TF2 checkpoints: a pretrainer's holds both heads, others neither
+    heads = tuple(PRETRAINING_HEAD_SCOPES) if held.kinds == (kinds.PRETRAINER,) else ()
+  else:
+    heads = tuple(head for head, scope in PRETRAINING_HEAD_SCOPES.items()
+                  if not any(name.startswith(scope) for name in report.missing))
+  return heads, held
+
+
 def restore_model_weights(model, path, label_list=None):
   """Loads *every* weight of `model` (encoder and task head) from a checkpoint of that model.
 
@@ -70,17 +94,18 @@ def restore_model_weights(model, path, label_list=None):
   Returns:
     the checkpoint's global step (None when it records none, as an HF directory).
   Raises:
-    AlbertError: no checkpoint at path; a variable missing; a shape differs; an HF head of
-      another architecture or of other classes.
+    AlbertError: no checkpoint at path; a checkpoint of another kind of model (both kinds
+      named) or with another number of classes; a variable missing; a shape differs.
   """
   source = formats.detect(path, hub_modules=False)
-  if source.name == formats.HF:
+  if source.name == formats.HF:  # (its architecture and id2label name its head: hf_heads)
     _refuse_unnamed(model, path, "an HF directory")
     report = hf.load_hf_checkpoint(model, path, label_list=label_list, require_head=True)
     _refuse_incomplete(report, path)
     logging.info("%s", report)
     return None
   path = source.path
+  refuse_other_kind(source, model)
   if source.name == formats.TF2:
     tf2.restore_tf2_model(model, path)
     return checkpoint_global_step(path)
@@ -94,6 +119,30 @@ def restore_model_weights(model, path, label_list=None):
                       f"no place for (does albert_config match the checkpoint?)")
   logging.info("%s", report)
   return checkpoint_global_step(path)
+
+
+def refuse_other_kind(source, model):
+  """Raises unless the TF1 / TF2 checkpoint `source` (a formats adapter) holds a model of
+  `model`'s kind with its number of classes: one line naming the kind the checkpoint holds (from
+  its variable names) and the kind wanted. An encoder takes the encoder of any checkpoint. (HF
+  directories name their head by architecture and id2label: hf_heads checks those.)
+
+  Raises:
+    AlbertError: e.g. "out/mrpc/model.ckpt-best: holds a classifier checkpoint (...), but this
+      command needs a multiple_choice model (...)".
+  """
+  want = kinds.kind_of(model)
+  if want == kinds.ENCODER:
+    return
+  held = source.held_kind()
+  if want not in held.kinds:
+    raise AlbertError(f"{source.path}: holds {held.describe()}, but this command needs a "
+                      f"{want} model ({kinds.DESCRIPTIONS[want]}): give it a {want} checkpoint")
+  classes = getattr(model, "num_classes", None)
+  if want == kinds.CLASSIFIER and held.rows is not None and held.rows != classes:
+    raise AlbertError(f"{source.path}: holds a classifier with {held.rows} classes (its "
+                      f"{held.evidence}), but this task's classifier has {classes}: give it a "
+                      "checkpoint fine-tuned on this task")
 
 
 def _refuse_unnamed(model, path, what):

@@ -3,7 +3,10 @@
 The official scripts take either `--albert_config_file` (+ `--spm_model_file`,
 `--init_checkpoint`) or `--albert_hub_module_handle`, whose module carries all three (official
 `FullTokenizer.from_hub_module`: the tokenization_info signature's SentencePiece model and
-do_lower_case). An HF transformers directory given as `--init_checkpoint` carries its config too.
+do_lower_case). A model given as `--init_checkpoint` supplies what the flags leave out, as its
+format says (formats.detect: `config()`, `spm_model_file()`): an untarred official directory its
+albert_config.json and 30k-clean.model, an HF transformers directory its config.json and
+spiece.model, a TF1/TF2 checkpoint the albert_config.json and 30k-clean.model beside it.
 """
 
 import dataclasses
@@ -26,12 +29,17 @@ class ModelSource:
 
 
 def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_module_handle=None,
-                         spm_model_file=None, do_lower_case=True):
+                         spm_model_file=None, do_lower_case=True, vocab_file=None,
+                         albert_dropout_prob=None):
   """Resolves the official model flags into a ModelSource.
 
+  Args:
+    albert_dropout_prob: the ALBERT dropout of fine-tuning (the paper's DR): replaces the
+      config's hidden_dropout_prob and attention_probs_dropout_prob; None keeps the config's.
   Raises:
     AlbertError: neither a config nor a hub module; both a hub module and --init_checkpoint;
-      an unreadable config or module.
+      an unreadable config or module; an --init_checkpoint that must supply the config or the
+      vocabulary and holds no readable weights, or no config.
   """
   if hub_module_handle:
     if init_checkpoint:
@@ -43,17 +51,36 @@ def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_modu
       raise AlbertError(f"--albert_config_file={albert_config_file} differs from the config of "
                         f"--albert_hub_module_handle={hub_module_handle}: drop the former")
     # As the official from_hub_module: the module's own SentencePiece model and casing.
-    return ModelSource(config=module.config, spm_model_file=module.spm_model_file,
-                       do_lower_case=module.do_lower_case, init_checkpoint=module.path)
+    source = ModelSource(config=module.config, spm_model_file=module.spm_model_file,
+                         do_lower_case=module.do_lower_case, init_checkpoint=module.path)
+    return _with_dropout(source, albert_dropout_prob)
+  checkpoint = None
+  if init_checkpoint and not (albert_config_file and (spm_model_file or vocab_file)):
+    # The model directory supplies the rest (its weights are verified here, before any work).
+    checkpoint = formats.detect(init_checkpoint, "--init_checkpoint")
+    checkpoint.check_weights()
   if albert_config_file:
     config = AlbertConfig.from_json_file(albert_config_file)
-  elif init_checkpoint and formats.directory_format(init_checkpoint, hub_modules=False) == \
-      formats.HF:
-    config = formats.HfFormat(init_checkpoint).config()
+  elif checkpoint is not None:
+    config = checkpoint.config()
   else:
     raise AlbertError("one of --albert_config_file or --albert_hub_module_handle is required")
-  return ModelSource(config=config, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                     init_checkpoint=init_checkpoint)
+  if not spm_model_file and not vocab_file and checkpoint is not None:
+    spm_model_file = checkpoint.spm_model_file()
+  source = ModelSource(config=config, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
+                       init_checkpoint=init_checkpoint)
+  return _with_dropout(source, albert_dropout_prob)
+
+
+def _with_dropout(source, albert_dropout_prob):
+  """The source with the ALBERT dropout (hidden and attention) set, when one is given."""
+  if albert_dropout_prob is None:
+    return source
+  config = AlbertConfig.from_dict(dict(source.config.to_dict(),
+                                       hidden_dropout_prob=albert_dropout_prob,
+                                       attention_probs_dropout_prob=albert_dropout_prob),
+                                  source="--albert_dropout_prob")
+  return dataclasses.replace(source, config=config)
 
 
 is_saved_model_directory = formats.is_saved_model_directory  # a TF-Hub module / SavedModel

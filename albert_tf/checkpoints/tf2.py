@@ -7,6 +7,7 @@ import re
 
 import tensorflow as tf
 
+from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1
 from albert_tf.errors import AlbertError
@@ -57,7 +58,11 @@ def save_tf2_checkpoint(model, path):
   `model/encoder`, as inside our models), with its `checkpoint` state file."""
   root = tf.train.Checkpoint(encoder=model) if isinstance(model, AlbertEncoder) else model
   tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-  tf1.write_checkpoint_state(tf.train.Checkpoint(model=root).write(path))
+  # Written under a temporary prefix of this process (TensorFlow's own `<prefix>_temp/` too),
+  # then renamed: a run killed half-way leaves no checkpoint that mixes old and new files.
+  with integrity.atomic_checkpoint_prefix(path) as temp:
+    tf.train.Checkpoint(model=root).write(temp)
+  tf1.write_checkpoint_state(path)
 
 
 def checkpoint_global_step(path):

@@ -4,7 +4,7 @@ albert_tf.tools.docstring_corpus.build_docstring_corpus."""
 
 from absl import flags
 
-from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.cli.flags import FILE, output_flags, require_flags, run_command
 from albert_tf.tools.docstring_corpus import build_docstring_corpus
 
 FLAGS = flags.FLAGS
@@ -14,6 +14,7 @@ def define_flags():
   flags.DEFINE_string("output_file", None, "Text file to write (one sentence per line, blank "
                       "line between documents).")
   flags.DEFINE_float("max_mb", 8.0, "Stop at this many megabytes.")
+  output_flags(output_file=FILE)
 
 
 def _build_corpus(argv):
@@ -25,4 +26,4 @@ def _build_corpus(argv):
 
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
-  run_command(define_flags, _build_corpus)
+  run_command(define_flags, _build_corpus, stop_on_signals=True)

@@ -1,11 +1,14 @@
 """The checkpoint converter's command line: `python -m albert_tf.checkpoints.convert` (and the
 older `python -m albert_tf.convert_checkpoint`). Flags -> one `convert()` call."""
 
+import os
+
 from absl import flags
 
+from albert_tf import fileio
 from albert_tf.checkpoints.conversion import FORMATS, convert
 from albert_tf.checkpoints.model_source import MODEL_TYPES
-from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.cli.flags import DIRECTORY, PREFIX, output_flags, require_flags, run_command
 
 
 def define_flags():
@@ -23,16 +26,19 @@ def define_flags():
   flags.DEFINE_list("label_list", None,
                     "A classifier's class names in order (comma-separated): an hf output's "
                     "id2label; an hf input's head rows are put in this order.")
+  output_flags(output_checkpoint=lambda f: DIRECTORY if f.output_format == "hf" else PREFIX)
 
 
 def main(argv):
   del argv
   f = flags.FLAGS
   require_flags(("input_checkpoint", "output_checkpoint"), f)
+  # The albert_config.json written beside a TF output (an HF input): a killed run's temporary.
+  fileio.remove_temporaries(os.path.dirname(f.output_checkpoint) or ".", ["albert_config.json"])
   convert(f.albert_config_file, f.input_checkpoint, f.output_checkpoint, f.direction,
           f.output_format, model_type=f.model_type, label_list=f.label_list)
 
 
 def run():
   """Defines the flags, parses the command line and converts."""
-  run_command(define_flags, main)
+  run_command(define_flags, main, stop_on_signals=True)

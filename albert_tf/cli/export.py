@@ -11,7 +11,7 @@ import os
 
 from absl import flags
 
-from albert_tf.cli.flags import run_command
+from albert_tf.cli.flags import DIRECTORY, output_flags, run_command
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
@@ -39,6 +39,7 @@ def define_flags():
                     "alone at <export_path>.")
   flags.DEFINE_integer("preprocessor_seq_length", 128, "Extra: the preprocessor's default "
                        "seq_length (with --with_preprocessor).")
+  output_flags(export_path=DIRECTORY, export_dir=DIRECTORY)
 
 
 def main(argv):
@@ -51,20 +52,28 @@ def main(argv):
   config_file = f.albert_config_file or (directory and os.path.join(directory, CONFIG_ASSET_NAME))
   checkpoint = f.init_checkpoint or (directory and os.path.join(directory, f.checkpoint_name))
   spm_model_file = f.spm_model_file or (directory and os.path.join(directory, SPM_ASSET_NAME))
-  if not config_file or not checkpoint:
-    raise AlbertError("--albert_directory (or --albert_config_file and --init_checkpoint) is "
-                      "required")
+  if not checkpoint:
+    raise AlbertError("--albert_directory (or --init_checkpoint) is required")
+  if not f.albert_config_file and config_file and not os.path.exists(config_file):
+    config_file = None  # then the one beside the checkpoint (as our tools write it), below
   if spm_model_file and not os.path.exists(spm_model_file):
     if f.spm_model_file:
       raise AlbertError(f"--spm_model_file={spm_model_file}: file not found")
     spm_model_file = None  # a WordPiece model directory: export without the SentencePiece asset
-  from albert_tf.checkpoints import init_from_checkpoint  # lazy: TensorFlow, after the flags
+  from albert_tf.checkpoints import formats  # lazy: TensorFlow, after the flags are checked
+  from albert_tf.checkpoints.init import init_pretrainer  # lazy: TensorFlow, as above
   from albert_tf.export import export_encoder  # lazy: TensorFlow, after the flags are checked
   from albert_tf.models.pretrainer import AlbertPretrainer  # lazy: TensorFlow, as above
-  pretrainer = AlbertPretrainer(AlbertConfig.from_json_file(config_file))
-  init_from_checkpoint(pretrainer, checkpoint)
+  if config_file:
+    config = AlbertConfig.from_json_file(config_file)
+  else:  # the albert_config.json beside the checkpoint (or an HF / tarball / module's own)
+    config = formats.detect(checkpoint, "--init_checkpoint").config()
+  pretrainer = AlbertPretrainer(config)
+  heads, held = init_pretrainer(pretrainer, checkpoint)
+  _note_left_out(heads, held, checkpoint)
   if not f.with_preprocessor:
-    path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case)
+    path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case,
+                          heads=heads)
     print(f"exported {checkpoint} to {path}")
     return
   if not spm_model_file:
@@ -76,12 +85,26 @@ def main(argv):
     raise AlbertError(f"--preprocessor_seq_length={seq_length}: expected 3 to "
                       f"{pretrainer.config.max_position_embeddings} (max_position_embeddings)")
   path = export_encoder(pretrainer, os.path.join(export_dir, "encoder"), spm_model_file,
-                        do_lower_case=f.do_lower_case)
+                        do_lower_case=f.do_lower_case, heads=heads)
   print(f"exported {checkpoint} to {path}")
   path = hub_preprocessor.export_preprocessor(
       os.path.join(export_dir, "preprocessor"), spm_model_file, do_lower_case=f.do_lower_case,
       seq_length=seq_length, config=pretrainer.config)
   print(f"exported the text preprocessor (seq_length {seq_length}) to {path}")
+
+
+_HEAD_NAMES = {"mlm": "masked-LM", "sop": "sentence-order"}
+
+
+def _note_left_out(heads, held, checkpoint):
+  """One line naming the signatures whose head the checkpoint lacks, and why."""
+  left_out = [name for name in _HEAD_NAMES if name not in heads]
+  if left_out:
+    plural = "s" if len(left_out) > 1 else ""
+    print(f"note: signature{plural} {' and '.join(left_out)} left out of the export: "
+          f"{checkpoint} holds {held.describe()}, without the "
+          f"{' and '.join(_HEAD_NAMES[n] for n in left_out)} head{plural} (a served signature "
+          "must not answer with random weights)")
 
 
 def run():

@@ -27,12 +27,14 @@ import sys
 from absl import app
 from absl import flags
 
+from albert_tf import fileio
 from albert_tf.config import AlbertConfig
 from albert_tf.data import custom_task, glue
 from albert_tf.data.bucketing import parse_bucket_boundaries
 from albert_tf.data.pretraining import instances
 from albert_tf.errors import AlbertError, run_main
 from albert_tf.training import cluster
+from albert_tf.training import preemption
 from albert_tf.training.runtime import RuntimeConfig
 
 FLAGS = flags.FLAGS
@@ -62,18 +64,90 @@ def parse_flags(argv):
     sys.exit(2)
 
 
+# What a command writes at a path flag: fileio's kinds, and a comma-separated list of files.
+DIRECTORY, FILE, PREFIX = fileio.DIRECTORY, fileio.FILE, fileio.PREFIX
+FILE_LIST = "file list"
+
+# The flags naming paths the running command writes: name -> (kind, or a function of the parsed
+# flags returning one; written only when missing). Declared with `output_flags`, checked by
+# `check_output_flags` before the command's main runs.
+_OUTPUT_FLAGS = {}
+
+
+def output_flags(written_if_missing=False, **kinds):
+  """Declares flags of the running command as paths it writes, e.g.
+  `output_flags(output_dir=DIRECTORY)`; a kind may be a function of the parsed flags (the
+  converter's --output_checkpoint is a directory for hf). `written_if_missing`: caches, only
+  read when they exist."""
+  for name, kind in kinds.items():
+    _OUTPUT_FLAGS[name] = (kind, written_if_missing)
+
+
+def _declared_outputs(f=FLAGS):
+  """(flag name, path, kind, written_if_missing) of every path the declared flags name."""
+  for name, (kind, written_if_missing) in _OUTPUT_FLAGS.items():
+    if name not in f or not f[name].value:
+      continue
+    kind = kind(f) if callable(kind) else kind
+    paths = f[name].value.split(",") if kind == FILE_LIST else [f[name].value]
+    for path in paths:
+      yield name, path.strip(), FILE if kind == FILE_LIST else kind, written_if_missing
+
+
+def check_output_flags(f=FLAGS):
+  """One-line error for the first declared output path the command could not write: a file
+  where a directory is expected or the reverse, a path under a regular file, a directory that
+  is not writable (see fileio.output_path_problem)."""
+  for name, path, kind, written_if_missing in _declared_outputs(f):
+    problem = fileio.output_path_problem(path, kind, written_if_missing)
+    if problem:
+      raise AlbertError(f"--{name}={path}: {problem}")
+
+
+def output_locations(f=FLAGS):
+  """[(directory, names)] where the declared output flags write, for StopCommand: a directory
+  output itself (any name), else the file's directory (names starting with its name, and a
+  checkpoint prefix's `checkpoint` state file)."""
+  locations = []
+  for _, path, kind, _ in _declared_outputs(f):
+    if kind == DIRECTORY:
+      locations.append((path, None))
+    else:
+      names = [os.path.basename(path)] + (["checkpoint"] if kind == PREFIX else [])
+      locations.append((os.path.dirname(path) or ".", names))
+  return locations
+
+
 def run(main):
-  """Runs a script's `main(argv)`: flags parsed by `parse_flags`, errors by `run_main`."""
-  app.run(run_main(main), flags_parser=parse_flags)
+  """Runs a script's `main(argv)`: flags parsed by `parse_flags`, the output paths checked
+  (`check_output_flags`), errors by `run_main`."""
+
+  def checked_main(argv):
+    check_output_flags()
+    return main(argv)
+
+  app.run(run_main(checked_main), flags_parser=parse_flags)
 
 
-def run_command(define_flags, main):
+def run_command(define_flags, main, stop_on_signals=False):
   """Runs a command whose flags live in albert_tf/cli/: defines them (listed in its --help),
-  parses the command line and calls `main` (bad input: one `error:` line, exit status 2)."""
+  parses the command line and calls `main` (bad input: one `error:` line, exit status 2).
+
+  stop_on_signals: SIGTERM/SIGINT end the command with one line and exit status 42, leaving
+    none of its temporaries beside its declared outputs, where those that killed runs left
+    are removed first (preemption.StopCommand)."""
   before = set(FLAGS)
   define_flags()
   _list_in_help(sorted(set(FLAGS) - before))
-  run(main)
+  if not stop_on_signals:
+    run(main)
+    return
+
+  def stoppable_main(argv):
+    with preemption.StopCommand(output_locations()):
+      return main(argv)
+
+  run(stoppable_main)
 
 
 def define_model_flags(vocabulary=True, hub_module=True):
@@ -82,7 +156,9 @@ def define_model_flags(vocabulary=True, hub_module=True):
   _define(flags.DEFINE_string, "albert_config_file", None,
           "albert_config.json of the pretrained model.")
   _define(flags.DEFINE_string, "init_checkpoint", None,
-          "Initial checkpoint: official TF1, ours, an HF transformers directory or a hub module.")
+          "Initial checkpoint: official TF1, ours, an HF transformers directory, a hub module or "
+          "an untarred official directory (the fine-tuning scripts take the config and the "
+          "SentencePiece model from it when not given).")
   if vocabulary:
     _define(flags.DEFINE_string, "spm_model_file", None, "SentencePiece model (30k-clean.model).")
     _define(flags.DEFINE_string, "vocab_file", None,
@@ -99,6 +175,7 @@ def define_job_flags(max_seq_length=512, do_train=False, learning_rate=5e-5,
   """The official fine-tuning job flags run_classifier, run_race and run_squad share (their
   defaults differ per script, as in the official scripts)."""
   _define(flags.DEFINE_string, "output_dir", None, "Where checkpoints and results are written.")
+  output_flags(output_dir=DIRECTORY, export_dir=DIRECTORY)
   _define(flags.DEFINE_integer, "max_seq_length", max_seq_length,
           "Total sequence length after tokenization.")
   _define(flags.DEFINE_bool, "do_train", do_train, "Whether to run training.")
@@ -110,6 +187,10 @@ def define_job_flags(max_seq_length=512, do_train=False, learning_rate=5e-5,
           "How often to save the model checkpoint.")
   _define(flags.DEFINE_float, "dropout_prob", 0.1,
           "Dropout before the task head (official 0.1).")
+  _define(flags.DEFINE_float, "albert_dropout_prob", None,
+          "Extra: the ALBERT dropout while fine-tuning (the paper's DR, appendix A.4): replaces "
+          "the config's hidden_dropout_prob and attention_probs_dropout_prob (default: the "
+          "config's own, 0 in the v2 models, 0.1 in v1).")
   _define(flags.DEFINE_string, "export_dir", None,
           "If set, export the best (else latest) checkpoint as a new SavedModel version for TF "
           "Serving here.")
@@ -262,7 +343,8 @@ def model_source(f=FLAGS):
   return resolve_model_source(
       albert_config_file=f.albert_config_file, init_checkpoint=f.init_checkpoint,
       hub_module_handle=f.albert_hub_module_handle, spm_model_file=f.spm_model_file,
-      do_lower_case=f.do_lower_case)
+      do_lower_case=f.do_lower_case, vocab_file=f.vocab_file,
+      albert_dropout_prob=f.albert_dropout_prob)
 
 
 def require_action(actions, f=FLAGS):

@@ -17,7 +17,11 @@ def define_flags():
                             "models; none for a single-sentence export).")
   flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, "
                       "text_b).")
-  flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send.")
+  flags.DEFINE_integer("num_pairs", 5, "With --pair_file: how many rows to send (0: all). "
+                       "Labelled rows are scored: how many the model got right, beside the "
+                       "majority-class baseline of the same rows.")
+  flags.DEFINE_integer("show", None, "Print at most this many of the queried rows (default: "
+                       "all); the score counts every row.")
 
 
 def _query_savedmodel(argv):
@@ -36,12 +40,19 @@ def _query_savedmodel(argv):
       texts_b = [""] * len(FLAGS.text_a)  # single sentences (a pair model reads "" as no text_b)
     rows = [(None, a, b) for a, b in zip(FLAGS.text_a, texts_b)]
   outputs = savedmodel_query.query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
-  for i, (gold, a, b) in enumerate(rows):
-    label = outputs["label"][i].decode()
+  predicted = [label.decode() for label in outputs["label"]]
+  shown = len(rows) if FLAGS.show is None else max(FLAGS.show, 0)
+  for i, (gold, a, b) in enumerate(rows[:shown]):
     probability = outputs["probabilities"][i].max()
-    gold_text = f"  (gold {gold})" if gold is not None else ""
+    gold_text = ""
+    if gold is not None:
+      gold_text = "  (gold {}: {})".format(gold, "right" if gold == predicted[i] else "WRONG")
     second = f"B: {b[:90]}\n" if b else ""
-    print(f"A: {a[:90]}\n{second}-> label {label} with p={probability:.2f}{gold_text}\n")
+    print(f"A: {a[:90]}\n{second}-> label {predicted[i]} with p={probability:.2f}{gold_text}\n")
+  score = savedmodel_query.score(predicted, [r[0] for r in rows])
+  if score:
+    print(f"{score.right} of {score.total} right; majority-class baseline (always label "
+          f"{score.majority_label}): {score.majority_right} of {score.total}")
 
 
 def main():

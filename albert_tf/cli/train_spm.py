@@ -3,7 +3,7 @@ runs) and their conversion into one call of albert_tf.text.train_sentencepiece."
 
 from absl import flags
 
-from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.cli.flags import PREFIX, output_flags, require_flags, run_command
 from albert_tf.text import train_sentencepiece
 
 FLAGS = flags.FLAGS
@@ -13,6 +13,7 @@ def define_flags():
   flags.DEFINE_string("input_file", None, "Comma-separated text files, one sentence per line.")
   flags.DEFINE_string("model_prefix", None, "Writes <prefix>.model and <prefix>.vocab.")
   flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size (30000 for the released models).")
+  output_flags(model_prefix=PREFIX)
 
 
 def _train_spm(argv):
@@ -25,4 +26,4 @@ def _train_spm(argv):
 
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
-  run_command(define_flags, _train_spm)
+  run_command(define_flags, _train_spm, stop_on_signals=True)

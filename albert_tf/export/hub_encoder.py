@@ -7,6 +7,8 @@ Signatures (inputs int32 [batch, seq_len] input_ids, input_mask, segment_ids):
                      -> + mlm_logits [batch, num_positions, vocab]
   tokenization_info  -> vocab_file (the SentencePiece model asset path), do_lower_case
   serving_default    =  tokens
+`sop` and `mlm` are written only when the checkpoint held that head (export_encoder's `heads`):
+a classifier's checkpoint exports `tokens` and `tokenization_info` alone.
 Every signature checks its inputs first (`albert_tf.export.input_checks`): one shape for the
 three, ids in the vocabulary, segment ids below type_vocab_size, input_mask 0 or 1, seq_len at
 most max_position_embeddings, mlm_positions [batch, num_positions] within [0, seq_len); anything
@@ -38,6 +40,10 @@ from albert_tf.export.saved_model_writer import write_atomically
 from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
+# The signatures that need a pretraining head: each is written only when the checkpoint held
+# its head (`heads=` of export_encoder), never with a head at its random initial value.
+MLM, SOP = "mlm", "sop"
+PRETRAINING_SIGNATURES = (MLM, SOP)
 
 
 _HUB_INPUTS = {"input_word_ids": _IDS, "input_mask": _IDS, "input_type_ids": _IDS}
@@ -97,17 +103,38 @@ class _HubCallable(_Trackable):
       call.get_concrete_function(input_specs, training=training)
 
 
+def _run_pretrainer(pretrainer, inputs, head):
+  """The pretrainer's encoder and only `head` (MLM, SOP or None), as AlbertPretrainer.call
+  computes them: a signature captures no variable of a head it does not serve."""
+  outputs = dict(pretrainer.encoder(inputs, training=False))
+  if head == MLM:
+    outputs["mlm_logits"] = pretrainer.masked_lm_head(
+        outputs["sequence_output"], pretrainer.encoder.embeddings.word_embeddings,
+        positions=inputs["masked_lm_positions"])
+  elif head == SOP:
+    outputs["sop_logits"] = pretrainer.sentence_order_head(outputs["pooled_output"])
+  return outputs
+
+
+def stored_variables(pretrainer, heads=PRETRAINING_SIGNATURES):
+  """The pretrainer's variables an export stores: the encoder's and those of `heads`' heads."""
+  parts = [pretrainer.encoder] + [head for name, head in (
+      (MLM, pretrainer.masked_lm_head), (SOP, pretrainer.sentence_order_head)) if name in heads]
+  keep = {id(v) for part in parts for v in part.variables}
+  return [v for v in pretrainer.variables if id(v) in keep]
+
+
 class HubEncoderModule(_Trackable):
   """Wraps an AlbertPretrainer; exposes the official TF-Hub module's signatures and TF Hub's
-  Reusable SavedModel encoder API (`__call__`, `mlm`)."""
+  Reusable SavedModel encoder API (`__call__`, and `mlm` when the MLM head is in `heads`)."""
 
-  def __init__(self, pretrainer, spm_asset, do_lower_case):
+  def __init__(self, pretrainer, spm_asset, do_lower_case, heads=PRETRAINING_SIGNATURES):
     super().__init__()
     # Weights tracked directly (not the Keras model, whose layer functions would all be traced
     # into the SavedModel); the model is called through a closure. Assigned first, so that the
     # checkpoint keys stay `model_variables/<i>` (what --albert_hub_module_handle reads).
-    self.model_variables = list(pretrainer.variables)
-    self._run_model = lambda inputs: pretrainer(inputs, training=False)
+    self.model_variables = stored_variables(pretrainer, heads)
+    self._run_model = lambda inputs, head: _run_pretrainer(pretrainer, inputs, head)
     self._config = pretrainer.config
     self.vocab_file = spm_asset
     self.do_lower_case = tf.constant(bool(do_lower_case))
@@ -116,16 +143,23 @@ class HubEncoderModule(_Trackable):
     self.trainable_variables = encoder.trainable_variables
     self.regularization_losses = encoder.regularization_losses
     self.__call__ = encoder.__call__
-    self.mlm = _HubCallable(_MlmModel(pretrainer), pretrainer.config, _HUB_MLM_INPUTS,
-                            with_mlm=True)
+    # The signatures of the heads held only: a tf.function attribute is saved (and traced)
+    # whether or not it is a signature, and would capture the other heads' variables.
+    if SOP in heads:
+      self.sop = tf.function(self._sop, input_signature=[_IDS, _IDS, _IDS])
+    if MLM in heads:
+      self.mlm_signature = tf.function(self._mlm_signature,
+                                       input_signature=[_IDS, _IDS, _IDS, _IDS])
+      self.mlm = _HubCallable(_MlmModel(pretrainer), pretrainer.config, _HUB_MLM_INPUTS,
+                              with_mlm=True)
 
-  def _encode(self, input_ids, input_mask, segment_ids, positions=None):
+  def _encode(self, input_ids, input_mask, segment_ids, positions=None, head=None):
     inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
     checks = input_checks.token_input_checks(inputs, self._config)
     if positions is not None:
       checks += input_checks.position_checks("mlm_positions", positions, input_ids)
       inputs["masked_lm_positions"] = positions
-    outputs = self._run_model(input_checks.after_checks(inputs, checks))
+    outputs = self._run_model(input_checks.after_checks(inputs, checks), head)
     return outputs, {"sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
                      "pooled_output": tf.cast(outputs["pooled_output"], tf.float32)}
 
@@ -133,16 +167,14 @@ class HubEncoderModule(_Trackable):
   def tokens(self, input_ids, input_mask, segment_ids):
     return self._encode(input_ids, input_mask, segment_ids)[1]
 
-  @tf.function(input_signature=[_IDS, _IDS, _IDS])
-  def sop(self, input_ids, input_mask, segment_ids):
-    outputs, result = self._encode(input_ids, input_mask, segment_ids)
+  def _sop(self, input_ids, input_mask, segment_ids):
+    outputs, result = self._encode(input_ids, input_mask, segment_ids, head=SOP)
     result["sop_log_probs"] = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32))
     return result
 
-  @tf.function(input_signature=[_IDS, _IDS, _IDS, _IDS])
-  def mlm_signature(self, input_ids, input_mask, segment_ids, mlm_positions):
+  def _mlm_signature(self, input_ids, input_mask, segment_ids, mlm_positions):
     """The official `mlm` signature (the `mlm` attribute is TF Hub's MLM sub-object)."""
-    outputs, result = self._encode(input_ids, input_mask, segment_ids, mlm_positions)
+    outputs, result = self._encode(input_ids, input_mask, segment_ids, mlm_positions, head=MLM)
     result["mlm_logits"] = tf.cast(outputs["mlm_logits"], tf.float32)
     return result
 
@@ -175,18 +207,22 @@ class _MlmModel:
     return outputs
 
 
-def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=True):
+def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=True,
+                   heads=PRETRAINING_SIGNATURES):
   """Writes the TF-Hub style encoder SavedModel atomically; returns the export dir.
 
-  pretrainer: an AlbertPretrainer holding the pretrained weights (encoder + MLM + SOP heads).
+  pretrainer: an AlbertPretrainer holding the pretrained weights.
+  heads: the pretraining heads that hold real weights (PRETRAINING_SIGNATURES): the `mlm`
+    signature (and TF Hub's `mlm` object) and the `sop` signature are written only for these;
+    the other heads' variables are not stored.
   """
   official = {id(v): n for n, v in official_names.model_variable_map(pretrainer).items()}
   # The SavedModel stores the weights by position (model_variables/<i>); their official names
   # let --albert_hub_module_handle map them back without relying on the variable order.
   identity = serving.model_identity("albert_hub_encoder", pretrainer, None, spm_model_file,
                                     do_lower_case=bool(do_lower_case),
-                                    tf1_variable_names=[official.get(id(v), "")
-                                                        for v in pretrainer.variables])
+                                    tf1_variable_names=[official.get(id(v), "") for v in
+                                                        stored_variables(pretrainer, heads)])
   vocab = (os.path.splitext(spm_model_file)[0] + ".vocab") if spm_model_file else None
 
   def write(tmp_dir):
@@ -199,11 +235,15 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
       assets = [tf.saved_model.Asset(p) for p in staged]
       spm_asset = next((a for a, p in zip(assets, staged)
                         if os.path.basename(p) == SPM_ASSET_NAME), None)
-      module = HubEncoderModule(pretrainer, spm_asset, do_lower_case)
+      module = HubEncoderModule(pretrainer, spm_asset, do_lower_case, heads)
       module.assets = assets
-      tf.saved_model.save(module, tmp_dir, signatures={
-          "serving_default": module.tokens, "tokens": module.tokens, "sop": module.sop,
-          "mlm": module.mlm_signature, "tokenization_info": module.tokenization_info})
+      signatures = {"serving_default": module.tokens, "tokens": module.tokens,
+                    "tokenization_info": module.tokenization_info}
+      if SOP in heads:
+        signatures[SOP] = module.sop
+      if MLM in heads:
+        signatures[MLM] = module.mlm_signature
+      tf.saved_model.save(module, tmp_dir, signatures=signatures)
     finally:
       shutil.rmtree(staging, ignore_errors=True)
   return write_atomically(export_dir, identity, write)

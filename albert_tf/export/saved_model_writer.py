@@ -9,6 +9,8 @@ version `<export_dir>/<version>/saved_model.pb` (version = seconds since the epo
 existing one), which a running TF Serving picks up. A base path whose versions hold a different
 model is refused with a one-line AlbertError. The TF-Hub style encoder export is a single
 SavedModel written in place (`write_atomically`).
+Both write TF Serving's warm-up requests (`albert_tf.export.warmup`) into every SavedModel of
+the export before it is renamed into place.
 """
 
 import json
@@ -20,6 +22,7 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.errors import AlbertError
+from albert_tf.export import warmup
 from albert_tf.export_format import EXPORT_INFO
 
 # Keys of an export's info that record how that export was made (the timings behind
@@ -74,23 +77,15 @@ def check_export_dir(export_dir, identity):
                       f"({difference}); choose another directory or delete it")
 
 
-def _pid_running(pid):
-  """True unless no process `pid` exists (a pid of another user's process counts as running)."""
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except (PermissionError, OSError):
-    return True
-  return True
-
-
-_LEFTOVER = re.compile(r"^(?P<name>.+)\.(?P<kind>tmp|old)-(?P<pid>[0-9]+)$")
+# `<name>.tmp-<pid>` (fileio's temporary), `<name>.old-<pid>` (a previous export moved aside),
+# and what is named after them (`<version>.tmp-<pid>-assets`, the staging folder of assets).
+_LEFTOVER = re.compile(r"^(?P<name>.+?)\.(?P<kind>tmp|old)-(?P<pid>[0-9]+)(?P<rest>[-_.].*)?$")
 
 
 def remove_stale_leftovers(parent, restore_to=None):
-  """Removes the `<name>.tmp-<pid>` (and `<name>.old-<pid>`) folders in `parent` that exports of
-  processes no longer running left (killed half-way, e.g. by SIGKILL).
+  """Removes the `<name>.tmp-<pid>` (and `<name>.old-<pid>`, and `<name>.tmp-<pid>-assets`)
+  folders in `parent` that exports of processes no longer running left (killed half-way, e.g.
+  by SIGKILL).
 
   restore_to: the export path `write_atomically` replaces: a dead process's `<it>.old-<pid>` (the
     previous export, moved aside just before the new one was renamed in) is put back when the
@@ -100,10 +95,10 @@ def remove_stale_leftovers(parent, restore_to=None):
     return
   for entry in sorted(os.listdir(parent)):
     match = _LEFTOVER.match(entry)
-    if not match or int(match["pid"]) == os.getpid() or _pid_running(int(match["pid"])):
+    if not match or int(match["pid"]) == os.getpid() or fileio.pid_running(int(match["pid"])):
       continue
     path = os.path.join(parent, entry)
-    if (match["kind"] == "old" and restore_to is not None
+    if (match["kind"] == "old" and not match["rest"] and restore_to is not None
         and os.path.join(parent, match["name"]) == restore_to and not os.path.exists(restore_to)
         and os.path.isdir(path)):
       os.replace(path, restore_to)
@@ -135,6 +130,7 @@ def write_atomically(export_dir, identity, write_fn):
     fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
     write_fn(tmp_dir)
     _write_export_info(tmp_dir, identity)
+    warmup.write_warmup_requests(tmp_dir, identity)
     _swap_in(tmp_dir, export_dir, old_dir)
   finally:
     fileio.remove(tmp_dir)
@@ -208,6 +204,7 @@ def write_new_version(export_base, identity, write_fn, measured=None):
     fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
     write_fn(tmp_dir)
     _write_export_info(tmp_dir, identity, measured)
+    warmup.write_warmup_requests(tmp_dir, identity)
   logging.info("Exported SavedModel version %d to %s", version, target)
   return target
 

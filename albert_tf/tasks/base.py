@@ -45,6 +45,9 @@ class Task(abc.ABC):
   # "before" writes `best = <the best value before this checkpoint>` (run_classifier, run_race),
   # "after" writes `best <metric> = <the best value so far, this checkpoint included>` (run_squad).
   best_line = "before"
+  # Whether training starts from a pretrained model (fine-tuning): trained with no initial
+  # checkpoint, the model starts from random weights, which the trainer says in one line.
+  fine_tunes = True
 
   @property
   def init_checkpoint(self):

@@ -3,6 +3,7 @@
 import dataclasses
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -18,6 +19,10 @@ FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 # The keys of the official eval_results.txt.
 OFFICIAL_EVAL_KEYS = ("global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                       "sentence_order_accuracy", "sentence_order_loss")
+# Ours, beside them: the masked-LM accuracy of always answering the most frequent token of the
+# evaluated masked positions (what a model that learned only token frequencies scores).
+MASKED_LM_BASELINE_KEY = "masked_lm_baseline_accuracy"
+EVAL_KEYS = OFFICIAL_EVAL_KEYS + (MASKED_LM_BASELINE_KEY,)
 # Labels the trainer adds to each accumulation micro-batch (`replica_batch_labels`).
 REPLICA_WEIGHT_SUM = "replica_masked_lm_weight_sum"
 REPLICA_EXAMPLES = "replica_examples"
@@ -65,6 +70,23 @@ def sentence_order_example_loss(sop_logits, labels):
   return -tf.gather(log_probs, labels, axis=-1, batch_dims=1)
 
 
+def masked_lm_target_counts(ids, weights):
+  """(token ids, their summed weights) of flat masked-LM targets; zero-weight padding dropped."""
+  real = weights > 0
+  tokens, inverse = np.unique(ids[real], return_inverse=True)
+  return tokens.tolist(), np.bincount(inverse, weights=weights[real]).tolist()
+
+
+def masked_lm_baseline_accuracy(counts):
+  """The accuracy of always answering the most frequent target: max weight / total weight.
+
+  counts: {token id: summed masked_lm_weights of the positions whose target is that token}, as
+  `PretrainingTask.aggregate_outputs` gathers them over the evaluated batches; 0.0 when empty.
+  """
+  total = sum(counts.values())
+  return float(max(counts.values()) / total) if total > 0 else 0.0
+
+
 def features_and_labels(batch):
   """A batch of decoded records -> (features, labels), as the pretrainer and its loss take them."""
   features = {k: batch[k] for k in FEATURE_KEYS}
@@ -88,7 +110,8 @@ class PretrainingTask(Task):
   """
 
   name = "pretraining"
-  eval_result_keys = OFFICIAL_EVAL_KEYS
+  fine_tunes = False  # from random weights by design, unless --init_checkpoint
+  eval_result_keys = EVAL_KEYS
 
   def __init__(self, params: PretrainingConfig):
     self.params = params
@@ -154,6 +177,22 @@ class PretrainingTask(Task):
       metrics += [tf_keras.metrics.Mean("masked_lm_loss"),
                   tf_keras.metrics.Mean("sentence_order_loss")]
     return metrics
+
+  def aggregate_outputs(self, state, features, labels, outputs):
+    """Counts the evaluated masked-LM targets, weighted: {token id: summed weight}."""
+    del features, outputs
+    counts = state if state is not None else {}
+    if labels is not None:
+      ids = np.asarray(labels["masked_lm_ids"]).reshape(-1)
+      weights = np.asarray(labels["masked_lm_weights"], np.float64).reshape(-1)
+      for token, weight in zip(*masked_lm_target_counts(ids, weights)):
+        counts[token] = counts.get(token, 0.0) + weight
+    return counts
+
+  def reduce_outputs(self, state, mode):
+    if mode != "eval":
+      return {}, None
+    return {MASKED_LM_BASELINE_KEY: masked_lm_baseline_accuracy(state or {})}, None
 
   def update_metrics(self, metrics, labels, outputs):
     by_name = {m.name: m for m in metrics}

@@ -9,7 +9,9 @@ import os
 import threading
 
 import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2
 
+from albert_tf import fileio
 from albert_tf.errors import AlbertError
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
@@ -63,7 +65,8 @@ def train_sentencepiece(input_files,
     input_files: a path or a list of paths of plain-text files (one sentence per line; blank lines
       are ignored by SentencePiece).
     model_prefix: output prefix; writes `<model_prefix>.model` and `<model_prefix>.vocab`. Its
-      directory is created if missing.
+      directory is created if missing. SentencePiece writes them under a temporary prefix of
+      this process first; they are renamed into place once whole (the model last).
     vocab_size: the vocabulary size (30000 for the released models; tests use a few hundred).
     model_type: "unigram" as released; "bpe", "char" and "word" are accepted for experiments.
     character_coverage: share of characters covered by the vocabulary (official 0.99995).
@@ -110,14 +113,26 @@ def train_sentencepiece(input_files,
   if extra_flags:
     flags.update(extra_flags)
 
-  with _TRAIN_LOCK:
-    spm.set_random_generator_seed(int(seed))
-    try:
-      spm.SentencePieceTrainer.train(**flags, minloglevel=2)
-    except (RuntimeError, OSError) as e:
-      first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-      raise AlbertError(f"train_sentencepiece: SentencePiece training failed: {first_line}")
+  temp = fileio.temporary_name(model_prefix)
   model_path = model_prefix + ".model"
-  if not os.path.isfile(model_path):
-    raise AlbertError(f"train_sentencepiece: SentencePiece wrote no model at {model_path}")
+  try:
+    with _TRAIN_LOCK:
+      spm.set_random_generator_seed(int(seed))
+      try:
+        spm.SentencePieceTrainer.train(**dict(flags, model_prefix=temp), minloglevel=2)
+      except (RuntimeError, OSError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AlbertError(f"train_sentencepiece: SentencePiece training failed: {first_line}")
+    if not os.path.isfile(temp + ".model"):
+      raise AlbertError(f"train_sentencepiece: SentencePiece wrote no model at {model_path}")
+    # The model records the prefix it was trained for: the final one, as a direct run's would.
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(temp + ".model", "rb") as f:
+      proto.ParseFromString(f.read())
+    proto.trainer_spec.model_prefix = model_prefix
+    fileio.replace(temp + ".vocab", model_prefix + ".vocab")
+    fileio.write_bytes(model_path, proto.SerializeToString())
+  finally:
+    for suffix in (".model", ".vocab"):
+      fileio.remove(temp + suffix)
   return model_path

@@ -1,9 +1,12 @@
 """Tokenization as in the official ALBERT release (SentencePiece and WordPiece modes).
 
-The public names mirror the official `tokenization.py`: `FullTokenizer`, `preprocess_text`,
-`encode_pieces`, `encode_ids`, `convert_to_unicode`, `printable_text`, `load_vocab`,
-`BasicTokenizer`, `WordpieceTokenizer`; `albert_tf.tokenization` re-exports them under the
-official module's import path. Differences from the official module, all deliberate:
+The names mirror the official `tokenization.py`, every one of them (`OFFICIAL_NAMES`, the
+`_is_*` helpers users call included): `FullTokenizer` (with `from_scratch`, and
+`from_hub_module` for local module directories), `preprocess_text`, `encode_pieces`,
+`encode_ids`, `convert_to_unicode`, `printable_text`, `load_vocab`, `convert_by_vocab`,
+`convert_tokens_to_ids`, `convert_ids_to_tokens`, `whitespace_tokenize`, `BasicTokenizer`,
+`WordpieceTokenizer`; `albert_tf.tokenization` re-exports them under the official module's
+import path. Differences from the official module, all deliberate:
 - `FullTokenizer.tokenize` applies `preprocess_text(text, lower=do_lower_case)` before
   SentencePiece (the official tool made every caller do it). Preprocessing is idempotent on
   practical text, so callers that already preprocess get the same pieces.
@@ -20,7 +23,15 @@ from absl import logging
 
 import sentencepiece as spm
 
+from albert_tf import model_loader
 from albert_tf.errors import AlbertError
+
+# Every module-level name of the official tokenization.py (albert_tf.tokenization offers them).
+OFFICIAL_NAMES = (
+    "SPIECE_UNDERLINE", "preprocess_text", "encode_pieces", "encode_ids", "convert_to_unicode",
+    "printable_text", "load_vocab", "convert_by_vocab", "convert_tokens_to_ids",
+    "convert_ids_to_tokens", "whitespace_tokenize", "FullTokenizer", "BasicTokenizer",
+    "WordpieceTokenizer", "_is_whitespace", "_is_control", "_is_punctuation")
 
 SPIECE_UNDERLINE = "\u2581"
 SPECIAL_TOKENS = ("<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]")
@@ -212,6 +223,16 @@ def convert_by_vocab(vocab, items):
   return [vocab[item] for item in items]
 
 
+def convert_tokens_to_ids(vocab, tokens):
+  """Tokens -> ids through vocab (dict token -> id)."""
+  return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+  """Ids -> tokens through inv_vocab (dict id -> token)."""
+  return convert_by_vocab(inv_vocab, ids)
+
+
 def whitespace_tokenize(text):
   """Strips and splits on whitespace."""
   text = text.strip()
@@ -219,18 +240,21 @@ def whitespace_tokenize(text):
 
 
 def _is_whitespace(char):
+  """Space, tab, newline, carriage return or any Unicode space separator (Zs)."""
   if char in (" ", "\t", "\n", "\r"):
     return True
   return unicodedata.category(char) == "Zs"
 
 
 def _is_control(char):
+  """A control or format character (Cc, Cf), tab / newline / carriage return excepted."""
   if char in ("\t", "\n", "\r"):
     return False
   return unicodedata.category(char) in ("Cc", "Cf")
 
 
 def _is_punctuation(char):
+  """Unicode punctuation (P*) or any ASCII symbol that is not a letter, digit or space."""
   cp = ord(char)
   # All non-letter/number ASCII is treated as punctuation, as in BERT ("^", "$", "`").
   if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
@@ -252,16 +276,32 @@ class BasicTokenizer:
     self.do_lower_case = do_lower_case
 
   def tokenize(self, text):
-    text = self._clean_text(convert_to_unicode(text))
-    text = "".join(f" {c} " if _is_chinese_char(ord(c)) else c for c in text)
+    text = self._tokenize_chinese_chars(self._clean_text(convert_to_unicode(text)))
     split_tokens = []
     for token in whitespace_tokenize(text):
       if self.do_lower_case:
-        token = token.lower()
-        token = "".join(c for c in unicodedata.normalize("NFD", token)
-                        if unicodedata.category(c) != "Mn")
+        token = self._run_strip_accents(token.lower())
       split_tokens.extend(self._split_on_punc(token))
     return whitespace_tokenize(" ".join(split_tokens))
+
+  # The official method names (users subclass and call them).
+  @staticmethod
+  def _run_strip_accents(text):
+    """NFD, then without the combining marks (Mn)."""
+    return "".join(c for c in unicodedata.normalize("NFD", text)
+                   if unicodedata.category(c) != "Mn")
+
+  @staticmethod
+  def _tokenize_chinese_chars(text):
+    """Spaces around every CJK ideograph, so that each is a token."""
+    return "".join(f" {c} " if _is_chinese_char(ord(c)) else c for c in text)
+
+  @staticmethod
+  def _is_chinese_char(cp):
+    return _is_chinese_char(cp)
+
+  def _run_split_on_punc(self, text):
+    return self._split_on_punc(text)
 
   @staticmethod
   def _split_on_punc(text):
@@ -392,6 +432,25 @@ class FullTokenizer:
     else:
       raise AlbertError("a tokenizer needs --spm_model_file or --vocab_file")
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+  @classmethod
+  def from_scratch(cls, vocab_file, do_lower_case, spm_model_file):
+    """The official constructor alias."""
+    return cls(vocab_file, do_lower_case, spm_model_file)
+
+  @classmethod
+  def from_hub_module(cls, hub_module, use_spm=True):
+    """The tokenizer of a TF-Hub module, as its `tokenization_info` gives it (vocabulary file and
+    do_lower_case): a local module directory, in the official TF1 hub format or
+    export_savedmodel.py's (URLs are refused: nothing is downloaded at run time).
+
+    use_spm: the vocabulary file is a SentencePiece model (True, ALBERT's), else a WordPiece
+      vocabulary.
+    """
+    vocab_file, do_lower_case = model_loader.hub_tokenization_info(hub_module)
+    if use_spm:
+      return cls(vocab_file=None, do_lower_case=do_lower_case, spm_model_file=vocab_file)
+    return cls(vocab_file=vocab_file, do_lower_case=do_lower_case)
 
   # --- special tokens
 

@@ -10,6 +10,7 @@ Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph S
 and calls its `serving_default` signature, which takes raw text; nothing of albert_tf is needed.
 """
 
+import collections
 import csv
 
 import tensorflow as tf
@@ -19,19 +20,44 @@ from albert_tf.errors import AlbertError
 from albert_tf.export.saved_model_writer import latest_export
 
 
+# How many queried rows the model got right, beside the best constant answer on the same rows.
+Score = collections.namedtuple("Score", "right total majority_label majority_right")
+
+
 def read_pairs(path, limit):
-  """(gold label or None, text_a, text_b) from an MRPC-format file."""
-  rows = []
-  with open(path, encoding="utf-8") as f:
-    for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
-      if n == 0:
-        continue
-      if len(row) != 5:
-        raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
-      rows.append((row[0], row[3], row[4]))
-      if len(rows) == limit:
-        break
+  """(gold label or None, text_a, text_b) from an MRPC-format file; limit 0 (or None): all.
+
+  A labelled file (train/dev.tsv, or heldout.tsv of make_pair_task: a "Quality" header) gives
+  the gold labels; test.tsv (an "index" header) gives None.
+  """
+  rows, labelled = [], True
+  try:
+    with open(path, encoding="utf-8") as f:
+      for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
+        if len(row) != 5:
+          raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
+        if n == 0:
+          labelled = row[0] != "index"
+          continue
+        rows.append((row[0] if labelled else None, row[3], row[4]))
+        if len(rows) == limit:
+          break
+  except OSError as e:
+    raise AlbertError(f"{path}: cannot read pair file ({e.strerror})") from None
   return rows
+
+
+def score(predicted, gold):
+  """Score of predicted labels against gold labels (None where a row has none), or None when
+  no row is labelled. The majority class is the most frequent gold label of these same rows
+  (ties: the smallest label), the best any constant answer scores on them."""
+  labelled = [(p, g) for p, g in zip(predicted, gold) if g is not None]
+  if not labelled:
+    return None
+  counts = collections.Counter(g for _, g in labelled)
+  majority = min(counts, key=lambda label: (-counts[label], label))
+  return Score(right=sum(p == g for p, g in labelled), total=len(labelled),
+               majority_label=majority, majority_right=counts[majority])
 
 
 def query(export_dir, texts_a, texts_b):

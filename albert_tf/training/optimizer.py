@@ -23,6 +23,15 @@ decay every LayerNorm. The optimizer therefore has to be told its model (`bind_m
 the trainer before the first step); a variable without an official name is an error then, and an
 optimizer that was never bound refuses to apply gradients.
 
+The official classes keep their names, arguments and defaults here: `LAMBOptimizer`
+(lamb_optimizer.py) and `AdamWeightDecayOptimizer` (optimization.py), Keras optimizers whose
+patterns are searched in the variables' own names until `bind_model`. The official
+`optimization.create_optimizer(loss, init_lr, ..., use_tpu, ...)` returns a TF1 train op (the
+gradients of a loss tensor, clipped, applied, global_step incremented, a TPU
+CrossShardOptimizer): TF2 has no train op, so its TF2 form is `create_optimizer` below (the same
+optimizer and schedule) plus the trainer (gradients, clipping at 1.0, the step); `use_tpu` is
+`--strategy=tpu`, and `colocate_gradients_with_ops` has no TF2 meaning.
+
 How this relates to `official.modeling.optimization` (model garden):
   * `lamb.LAMB` has the same exclusion-by-name rule (regex search on the variable name) and the
     same trust-ratio rule, but divides m and v by (1 - b^t) (bias correction). `AlbertLamb`
@@ -211,6 +220,52 @@ class AlbertAdamW(AlbertLamb):
   def __init__(self, learning_rate=5e-5, name="AdamWeightDecay", **kwargs):
     kwargs["layer_adaptation"] = False
     super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+# ------------------------------------------------------------------ the official classes' API
+class _OwnNames:
+  """Until `bind_model`, a variable is named by its own name without the `:0` output suffix
+  (the official `_get_variable_name`), as the official classes search their patterns."""
+
+  def _official_name(self, var):
+    if self._official_names is None:
+      return var.name.split(":")[0]
+    return super()._official_name(var)
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class LAMBOptimizer(_OwnNames, AlbertLamb):
+  """The official `lamb_optimizer.LAMBOptimizer`: its arguments and defaults (no weight decay,
+  nothing excluded unless asked), as a Keras optimizer.
+
+  As the official class, the exclusion patterns are searched in each variable's own name; call
+  `bind_model(model)` for an ALBERT model (Keras names its LayerNorm parameters plain `gamma` /
+  `beta`, which "LayerNorm" would never match), then its official names are used.
+  """
+
+  def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999,
+               epsilon=1e-6, exclude_from_weight_decay=None, exclude_from_layer_adaptation=None,
+               name="LAMBOptimizer", **kwargs):
+    super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+                     weight_decay_rate=weight_decay_rate,
+                     exclude_from_weight_decay=exclude_from_weight_decay or (),
+                     exclude_from_layer_adaptation=exclude_from_layer_adaptation, name=name,
+                     **kwargs)
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AdamWeightDecayOptimizer(_OwnNames, AlbertAdamW):
+  """The official `optimization.AdamWeightDecayOptimizer`: its arguments and defaults, as a
+  Keras optimizer; variable names as for LAMBOptimizer."""
+
+  def __init__(self, learning_rate, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999,
+               epsilon=1e-6, exclude_from_weight_decay=None, name="AdamWeightDecayOptimizer",
+               **kwargs):
+    kwargs.pop("exclude_from_layer_adaptation", None)  # (get_config's; AdamW has no trust ratio)
+    super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+                     weight_decay_rate=weight_decay_rate,
+                     exclude_from_weight_decay=exclude_from_weight_decay or (), name=name,
+                     **kwargs)
 
 
 def official_variable_names(model):

@@ -27,8 +27,10 @@ import contextlib
 import os
 import signal
 import threading
+import time
 
-from albert_tf.errors import EXIT_STOPPED_BY_SIGNAL, StopRequested
+from albert_tf import fileio
+from albert_tf.errors import EXIT_STOPPED_BY_SIGNAL, StopRequested, end_with_last_line
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -43,7 +45,12 @@ class StopSignals:
       (created by `make_stop_flag`, read inside the compiled train loop).
   """
 
-  def __init__(self):
+  def __init__(self, outside_loop=None):
+    """outside_loop: what the line of a stop outside the train loop says after "stopped by
+    <signal>: " (what is kept, how to go on); default: the runner's."""
+    self._outside_loop = outside_loop or (
+        "everything finished before it is kept (checkpoints and result files are written "
+        "whole); run the same command again to continue")
     self.received = None
     self.stop_flag = None
     self._training = False
@@ -149,9 +156,83 @@ class StopSignals:
     if self._training:
       return  # the watcher raised the flag; the loop stops after its step and saves
     raise StopRequested(
-        f"stopped by {signal.Signals(signum).name}: everything finished before it is kept "
-        f"(checkpoints and result files are written whole); run the same command again to "
-        f"continue (exit status {EXIT_STOPPED_BY_SIGNAL})", EXIT_STOPPED_BY_SIGNAL)
+        f"stopped by {signal.Signals(signum).name}: {self._outside_loop} (exit status "
+        f"{EXIT_STOPPED_BY_SIGNAL})", EXIT_STOPPED_BY_SIGNAL)
 
 
 _HANDLED_NUMBERS = frozenset(int(s) for s in HANDLED_SIGNALS)
+
+
+# How long a command's main thread has to act on a signal before the watcher ends the process.
+EXIT_AT_ONCE_AFTER_S = 2.0
+
+
+class StopCommand(StopSignals):
+  """SIGTERM/SIGINT for a command that writes its files whole (the converter, build_corpus,
+  train_spm, make_pair_task): one line, exit status 42, none of its temporaries left, and
+  before it starts, none of those that killed runs left.
+
+  The signal raises StopRequested in the main thread, so each atomic write (fileio.atomic_path)
+  removes its temporary on the way out. A main thread inside a long C++ call (SentencePiece
+  training, a TensorFlow save) cannot run the handler until the call returns: if it has not
+  within `grace_s`, the watcher thread removes this process's temporaries and ends the process
+  with the line. A second signal ends it at once the same way.
+
+  Args:
+    locations: [(directory, names)] where the command writes; `names` (or None: any name)
+      limits which entries are its temporaries (fileio.remove_temporaries).
+    grace_s: see above.
+  """
+
+  def __init__(self, locations=(), grace_s=EXIT_AT_ONCE_AFTER_S):
+    self._kept = ("its files are written whole or not at all, and none of its temporaries is "
+                  "left; run the same command again")
+    super().__init__(outside_loop=self._kept)
+    self._locations = list(locations)
+    self._grace_s = grace_s
+    self._main_stopping = False
+    self._exiting = False  # the watcher is ending the process (decided under _decide)
+    self._decide = threading.Lock()
+    self._signals_seen = 0
+
+  def __enter__(self):
+    for directory, names in self._locations:  # what runs killed half-way left
+      fileio.remove_temporaries(directory, names)
+    return super().__enter__()
+
+  def message(self, name):
+    return f"stopped by {name}: {self._kept} (exit status {EXIT_STOPPED_BY_SIGNAL})"
+
+  def _count(self, name):
+    super()._count(name)
+    self._signals_seen += 1
+    if self._signals_seen > 1:
+      self._exit_now(name)
+    threading.Thread(target=self._exit_if_stuck, args=(name,), daemon=True,
+                     name="albert_tf-stop-command").start()
+
+  def _handle_in_main_thread(self, signum, frame):
+    with self._decide:
+      exiting = self._exiting
+      self._main_stopping = not exiting
+    if exiting:  # the watcher prints the one line and ends the process: wait for it
+      threading.Event().wait()
+    super()._handle_in_main_thread(signum, frame)
+
+  def _exit_if_stuck(self, name):
+    deadline = time.monotonic() + self._grace_s
+    while time.monotonic() < deadline:
+      if self._main_stopping:
+        return  # the main thread raised StopRequested: its atomic writes clean up
+      time.sleep(0.01)
+    with self._decide:
+      if self._main_stopping:
+        return
+      self._exiting = True
+    self._exit_now(name)
+
+  def _exit_now(self, name):
+    self._exiting = True
+    for directory, names in self._locations:
+      fileio.remove_temporaries(directory, names, of_pid=os.getpid())
+    end_with_last_line(self.message(name), EXIT_STOPPED_BY_SIGNAL)

@@ -18,7 +18,7 @@ from typing import Optional
 
 from absl import logging
 
-from albert_tf import fileio, output_layout
+from albert_tf import fileio, kinds, output_layout
 from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.export.tflite import write_tflite
@@ -176,6 +176,8 @@ def _run_steps(task, cfg, runtime, strategy, stop_signals):
     logging.info("***** Running training: batch %d, %d steps (%d warmup) *****",
                  cfg.train_batch_size, steps, warmup)
     trainer = _make_trainer(task, cfg, runtime, strategy, stop_signals, steps, warmup)
+    if trainer.is_chief:
+      _describe_output_dir(task, cfg)
     summary["train"] = trainer.train(steps, cfg.train_batch_size)
     summary["num_train_steps"] = steps
   if cfg.do_eval or cfg.do_predict:
@@ -190,6 +192,15 @@ def _run_steps(task, cfg, runtime, strategy, stop_signals):
   if cfg.export_dir:
     summary.update(_export(task, cfg))
   return summary
+
+
+def _describe_output_dir(task, cfg):
+  """albert_config.json and the SentencePiece model beside the run's checkpoints, so that
+  from_pretrained, --init_checkpoint and the converter read them with no other flag."""
+  config = getattr(task.params, "albert_config", None)
+  if config is not None:
+    output_layout.write_model_description(cfg.output_dir, config.to_json_string(),
+                                          getattr(task.params, "spm_model_file", None))
 
 
 def _reported(task, results):
@@ -267,7 +278,8 @@ def _keep_best(trainer, task, cfg, best, lines, last_step):
                     "\n".join(lines) + "\n")
   output_layout.write_best_trial(cfg.output_dir, step if last_step is None else last_step, step,
                                  results_lib.format_result(value))
-  output_layout.write_best_checkpoint_record(cfg.output_dir, path, step, metric, value, result)
+  output_layout.write_best_checkpoint_record(cfg.output_dir, path, step, metric, value, result,
+                                             kind=kinds.kind_of(trainer.model))
   summary = {"best_checkpoint": path, "best_result": result}
   if outputs is not None:
     summary.update(task.write_predictions(cfg.output_dir, outputs) or {})

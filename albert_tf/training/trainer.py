@@ -393,6 +393,9 @@ class Trainer:
         worker_id=self.worker_id, is_chief=self.is_chief,
         keep_checkpoint_max=self.keep_checkpoint_max, barrier=self._barrier, log=self._log)
     if not saves.restore(lambda: self.global_step):
+      if self.task.fine_tunes and not self.task.init_checkpoint:
+        self._log(f"note: {self.task.name}: no --init_checkpoint or --albert_hub_module_handle: "
+                  "training from random initialisation, not from a pretrained model")
       self.task.initialize(self.model)
     signals = self.stop_signals
     if self._train_fn is None:

@@ -81,8 +81,10 @@ def test_convert_in_process_hf_tf2_hf(tmp_path):
   assert sorted(back) == sorted(original)
   for key, value in original.items():
     np.testing.assert_array_equal(back[key], value, err_msg=key)
-  with pytest.raises(AlbertError, match="--albert_config_file is required for a TF1 or TF2"):
-    convert(None, str(tmp_path / "tf2"), str(tmp_path / "x"))
+  # The TF2 output describes itself: it converts again with no --albert_config_file.
+  assert convert(None, str(tmp_path / "tf2"), str(tmp_path / "x" / "model.ckpt")) == "tf2_to_tf1"
+  assert AlbertConfig.from_json_file(tmp_path / "x" / "albert_config.json") == \
+      hf.config_from_hf(DATA / "hf_g2")
   with pytest.raises(AlbertError, match="--direction=tf1_to_tf2 but the input is a hf"):
     convert(None, str(DATA / "hf_g2"), str(tmp_path / "y" / "ckpt"), direction="tf1_to_tf2")
   # A different albert_config.json beside the output is not overwritten.
@@ -123,7 +125,9 @@ def test_convert_command_line_both_ways(tmp_path):
   assert sorted(again) == sorted(original)
   for key, value in original.items():
     np.testing.assert_array_equal(again[key], value, err_msg=key)
+  config_file.unlink()  # a TF1 checkpoint with no config beside it needs the flag
   bad = _cli(f"--input_checkpoint={tmp_path / 'tf1'}", f"--output_checkpoint={tmp_path / 'o'}")
   assert bad.returncode == 2 and "Traceback" not in bad.stderr
   assert bad.stderr.strip().splitlines()[-1] == (
-      "error: --albert_config_file is required for a TF1 or TF2 input")
+      f"error: {tmp_path / 'tf1' / 'model.ckpt'}: no albert_config.json beside the checkpoint; "
+      "pass --albert_config_file")

@@ -152,10 +152,11 @@ def test_missing_safetensors(tmp_path):
   shutil.copy(DATA / "hf_g1" / "config.json", directory)
   assert hf.is_hf_directory(directory)
   model = AlbertPretrainer(hf.config_from_hf(directory))
-  with pytest.raises(AlbertError, match="HF directory has no model.safetensors$"):
+  with pytest.raises(AlbertError, match=r"HF directory has no weights file \(one of "
+                     r"model.safetensors, .*pytorch_model.bin, .*tf_model.h5\)$"):
     init_from_checkpoint(model, str(directory))
   (directory / "pytorch_model.bin").write_bytes(b"\0")
-  with pytest.raises(AlbertError, match="found pytorch_model.bin"):
+  with pytest.raises(AlbertError, match="pytorch_model.bin: refused as a PyTorch checkpoint"):
     albert_tf.load_hf_checkpoint(model, directory)
   (directory / "model.safetensors").write_bytes(b"not safetensors")
   with pytest.raises(AlbertError, match="cannot read as safetensors"):
@@ -325,5 +326,5 @@ def test_sharded_directory(tmp_path):
   np.testing.assert_allclose(our_outputs(model, ref)["sop_logits"].numpy(), ref["sop_logits"],
                              atol=TOLERANCE)
   (directory / "model.safetensors.index.json").write_text("[]")
-  with pytest.raises(AlbertError, match="not a safetensors index with a weight_map"):
+  with pytest.raises(AlbertError, match="not an HF weights index with a weight_map"):
     albert_tf.load_hf_checkpoint(model, directory)

@@ -129,7 +129,7 @@ SST2_LABELS = ("0", "1")
 SPM_VOCAB = 1000  # = the tiny config's vocab_size: a vocabulary that fits it exactly
 REPO_SCRIPTS = ("create_pretraining_data.py", "run_pretraining.py", "run_classifier.py",
                 "run_race.py", "run_squad.py", "run_squad_v1.py", "run_squad_v2.py",
-                "export_checkpoints.py", "export_savedmodel.py")
+                "export_checkpoints.py", "export_savedmodel.py", "run_glue.sh", "recipes")
 
 
 def _copy(src, dst):
@@ -200,6 +200,8 @@ def build_stand_ins(root):
   glue_fixtures.write_glue(str(root / "glue_data"))
   glue_fixtures.write_race(str(root))
   _copy(squad.TINY_V2, root / "train-v2.0.json")
+  _copy(squad.TINY_V1, root / "train-v1.1.json")
+  _copy(squad.TINY_V1, root / "dev-v1.1.json")
   _copy(squad.TINY_V2, root / "dev-v2.0.json")
   _write_custom_csv(root / "data")
   return root

@@ -51,10 +51,13 @@ def subprocess_env(extra=None):
   return env
 
 
-# Runs run_pretraining.main with N logical CPU devices (set before TF initialises).
+# Runs run_pretraining.main with N logical CPU devices (set before TF initialises); its stderr
+# goes through the script's filter of TensorFlow's log lines, as the script's own first line does.
 _LAUNCHER = """
 import sys
 n = int(sys.argv[1])
+from albert_tf import console
+console.quiet_startup()
 import tensorflow as tf
 tf.config.experimental.enable_op_determinism()
 if n > 1:

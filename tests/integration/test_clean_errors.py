@@ -142,13 +142,16 @@ def _file_size_limit(limit):
 
 def test_full_disk_while_caching_features_is_one_line(tmp_path):
   spm = make_tiny_spm_model(str(tmp_path))
-  finetune.write_mrpc(str(tmp_path / "glue"), n_train=8, n_dev=4, n_test=3)
+  # The run first copies the SentencePiece model (~250 KB) beside its checkpoints; the limit
+  # lets that through and stops the training cache (~1 KB a record at 128 tokens).
+  assert os.path.getsize(spm) < 400_000
+  finetune.write_mrpc(str(tmp_path / "glue"), n_train=2000, n_dev=4, n_test=3)
   out = tmp_path / "out"
   proc = _run("run_classifier.py", [
       "--task_name=MRPC", f"--data_dir={tmp_path / 'glue'}", f"--output_dir={out}",
       f"--albert_config_file={write_tiny_config(tmp_path / 'albert_config.json')}",
-      f"--spm_model_file={spm}", "--max_seq_length=24", "--train_batch_size=4", "--do_train",
-      "--train_step=1"], tmp_path, preexec_fn=_file_size_limit(1000))
+      f"--spm_model_file={spm}", "--max_seq_length=128", "--train_batch_size=4", "--do_train",
+      "--train_step=1"], tmp_path, preexec_fn=_file_size_limit(400_000))
   line = _one_line_error(proc)
   assert line.startswith(f"error: file too large (a file size limit: `ulimit -f`, or the file "
                          f"system's) writing {out}/mrpc_train.tf_record: the files written "

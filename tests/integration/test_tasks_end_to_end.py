@@ -682,7 +682,10 @@ def _check_missing_head_error(run):
   proc = run.proc
   assert proc.returncode == 2, scripts.describe(proc)
   line = scripts.last_line(proc.stderr)
-  assert line.startswith("error:") and re.search(r"output_(weights|bias)", line), line
+  # The error names the real cause: the checkpoint holds the encoder alone, not this task's head.
+  assert line.startswith("error:") and re.search(
+      r"holds an encoder checkpoint .*no head.* but this command needs a "
+      r"(classifier|multiple_choice) model", line), line
   assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
   # Never random weights: nothing predicted, nothing exported.
   assert not os.path.exists(os.path.join(run.out, "test_results.tsv"))

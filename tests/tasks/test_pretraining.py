@@ -6,6 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.config import AlbertConfig
+from albert_tf.data.pretraining.dataset import pretraining_dataset
 from albert_tf.errors import AlbertError
 from albert_tf.tasks import pretraining as pretraining_task
 from albert_tf.training import runner
@@ -61,15 +62,71 @@ def test_short_run_drives_mlm_and_sop_losses_down(real_text_data, tmp_path, caps
   for key in ("learning_rate", "examples/s", "ETA"):
     assert key in last
 
-  # eval_results.txt: the official keys, `key = value`, sorted.
+  # eval_results.txt: the official keys and our frequency baseline, `key = value`, sorted.
   text = (tmp_path / "run" / "eval_results.txt").read_text().splitlines()
-  assert [l.split(" = ")[0] for l in text] == sorted(pretraining_task.OFFICIAL_EVAL_KEYS)
+  assert [l.split(" = ")[0] for l in text] == sorted(
+      pretraining_task.OFFICIAL_EVAL_KEYS + ("masked_lm_baseline_accuracy",))
   evaluated = dict(l.split(" = ") for l in text)
   assert int(evaluated["global_step"]) == 400
   assert float(evaluated["masked_lm_loss"]) < 4.5
+  assert 0 < float(evaluated["masked_lm_baseline_accuracy"]) < 1
   assert results["eval"]["global_step"] == 400
   # TensorBoard summaries were written.
   assert tf.io.gfile.glob(str(tmp_path / "run" / "train" / "events.out.tfevents.*"))
+
+
+def _tiny_task(vocab=7, preds=4):
+  return pretraining_task.PretrainingTask(pretraining_task.PretrainingConfig(
+      AlbertConfig(vocab_size=vocab, hidden_size=8, num_attention_heads=2, intermediate_size=8,
+                   num_hidden_layers=1, max_position_embeddings=16),
+      max_seq_length=16, max_predictions_per_seq=preds))
+
+
+def test_masked_lm_baseline_is_the_most_frequent_target_share_over_all_batches():
+  """Two eval batches by hand: real targets (weight 1) 5, 5, 3 | 3, 3, 3, 2, 5 -> token 3 is
+  the most frequent over the whole set (4 of 8) although batch 1 alone favours 5; padding
+  (weight 0) with target 0 would win if it counted."""
+  task = _tiny_task()
+  batches = [
+      {"masked_lm_ids": np.array([[5, 5, 0, 0], [3, 0, 0, 0]], np.int32),
+       "masked_lm_weights": np.array([[1, 1, 0, 0], [1, 0, 0, 0]], np.float32)},
+      {"masked_lm_ids": np.array([[3, 3, 3, 0], [2, 5, 0, 0]], np.int32),
+       "masked_lm_weights": np.array([[1, 1, 1, 0], [1, 1, 0, 0]], np.float32)},
+  ]
+  state = None
+  for labels in batches:
+    state = task.aggregate_outputs(state, features={}, labels=labels, outputs={})
+  metrics, outputs = task.reduce_outputs(state, "eval")
+  assert metrics == {"masked_lm_baseline_accuracy": 0.5} and outputs is None
+  assert pretraining_task.masked_lm_baseline_accuracy({}) == 0.0
+  # Prediction batches carry no labels and count nothing.
+  assert task.aggregate_outputs(None, {}, None, {}) == {}
+
+
+def test_eval_reports_the_baseline_beside_the_accuracy(real_text_data, tmp_path, capsys):
+  """An evaluation through the runner: the baseline is written to eval_results.txt and printed
+  on the eval line next to masked_lm_accuracy, and equals the share of the most frequent
+  target among the real masked positions of the evaluated records (counted here with NumPy)."""
+  data, config = real_text_data
+  tf_keras.utils.set_random_seed(0)
+  results = _run_pretraining(config, data, tmp_path / "run", train_steps=2, warmup_steps=0,
+                             save_checkpoints_steps=2, max_eval_steps=None)
+  eval_line = [l for l in capsys.readouterr().out.splitlines() if "eval at step" in l][0]
+  assert "masked_lm_accuracy = " in eval_line
+  assert "masked_lm_baseline_accuracy = " in eval_line
+  counts = {}
+  for batch in pretraining_dataset(
+      data, helpers.TINY_SEQ, helpers.TINY_PREDS, 32, is_training=False):
+    weights = batch["masked_lm_weights"].numpy().reshape(-1)
+    for token in batch["masked_lm_ids"].numpy().reshape(-1)[weights > 0]:
+      counts[int(token)] = counts.get(int(token), 0) + 1
+  want = max(counts.values()) / sum(counts.values())
+  assert abs(results["eval"]["masked_lm_baseline_accuracy"] - want) < 1e-9
+  assert want < 0.5  # real text: no token fills half the masked positions
+  written = dict(l.split(" = ") for l in
+                 (tmp_path / "run" / "eval_results.txt").read_text().splitlines())
+  assert float(written["masked_lm_baseline_accuracy"]) == results["eval"][
+      "masked_lm_baseline_accuracy"]
 
 
 def test_losses_match_numpy():

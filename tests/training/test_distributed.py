@@ -8,6 +8,7 @@ replicas/workers changes nothing but float summation order.
 """
 
 import os
+import re
 import time
 
 import numpy as np
@@ -271,7 +272,17 @@ def _survivor_ends(survivor, lost_index, lost_address, out, timeout=90):
   steps = sorted(int(p.name[len("ckpt-"):-len(".index")]) for p in out.glob("ckpt-*.index"))
   assert checkpoint == str(out / f"ckpt-{steps[-1]}"), (checkpoint, steps)
   assert "Traceback" not in text
+  # Nothing of TensorFlow's or gRPC's before or after the line (its collective errors, the
+  # peer's status, the eager context's note): only the run's own lines.
+  noise = [line for line in text.splitlines() if _TF_NOISE.search(line)]
+  assert not noise, "\n".join(noise[:10])
   return seconds, checkpoint
+
+
+# TensorFlow's C++ log lines (TSL's and absl's formats) and what their messages carry.
+_TF_NOISE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |^[IWEF]\d{4} \d\d:"
+                       r"|GRPC|grpc_|:UNKNOWN:|RPC: /tensorflow|Restart your program to reset"
+                       r"|DerivedStatus|\[Op:|tensorflow/core/")
 
 
 def test_worker_lost_mid_run_sigkill_sigstop_then_resume(tiny_run_inputs, tmp_path):

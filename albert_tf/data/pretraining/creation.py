@@ -11,10 +11,20 @@ from `random.Random("<seed>:<k>:<d>")`, and records are written in (chunk, pass)
 across the whole corpus as the official tool did (it held everything in memory); readers shuffle
 records again anyway.
 
+With --random_next_sentence the random B of an NSP negative comes from any document of the whole
+input, as in the official tool: a first pass indexes where every document starts
+(document_index.py) and workers read B's lines from the files.
+
+Signals and crashes: a SIGTERM/SIGINT in the main process (the script's StopSignals raises
+StopRequested) stops the workers and removes the temporary output files; workers ignore SIGINT,
+die on SIGTERM and are killed by the kernel when the main process dies (PR_SET_PDEATHSIG); a
+run removes the temporary outputs that dead runs left.
+
 Input format: one sentence per line, a blank line between documents; a new file also starts a new
 document. Output: the official feature format (albert_tf/data/pretraining/record_format.py).
 """
 
+import ctypes
 import dataclasses
 import gc
 import glob
@@ -22,11 +32,13 @@ import multiprocessing
 import os
 import queue
 import random
+import signal
 import sys
 import threading
 import time
 
 from albert_tf import fileio
+from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
 from albert_tf.errors import AlbertError
 from albert_tf.text import tokenization
@@ -53,6 +65,9 @@ class Chunk:
   doc_starts: list  # doc i = lines[doc_starts[i]:doc_starts[i + 1]] (last runs to the end)
   num_bytes: int  # input bytes covered, for MB/s
   empty_documents: int = 0
+  file_number: int = 0  # position of `path` in the input file list
+  first_document: int = 0  # number of doc 0 among all documents of the input (in input order)
+  doc_offsets: list = None  # byte offset in `path` of each document's first line
 
 
 # ----------------------------------------------------------------------------- tokenizing
@@ -139,33 +154,37 @@ class DocumentEncoder:
     return batch
 
   def encode_chunk(self, chunk, counters):
-    """Chunk -> documents: list of documents, each a list of sentences (lists of ids).
+    """Chunk -> (documents, numbers): documents is a list of documents, each a list of
+    sentences (lists of ids); numbers[i] is the input-order number of the chunk document that
+    documents[i] comes from (Chunk.first_document + its position in the chunk).
 
     As in the official tool, a line that is empty after preprocessing (e.g. only Unicode
     whitespace) also separates documents.
     """
     texts, owners = [], []
-    owner = -1
+    numbers = []  # input-order number of the chunk document each owner (document) is part of
     starts = set(chunk.doc_starts)
+    number = chunk.first_document - 1
     for j, raw in enumerate(chunk.lines):
       if j in starts:
-        owner += 1
+        number += 1
+        numbers.append(number)
       text = self._decode(raw, chunk.path, chunk.line_numbers[j], counters)
       if text is None:
         continue
       text = self.preprocess(text)
       if not text:
-        owner += 1  # a blank line after preprocessing: a document boundary
+        numbers.append(numbers[-1])  # a blank line after preprocessing: a document boundary
         continue
       texts.append(text)
-      owners.append(owner)
-    documents = [[] for _ in range(owner + 1)]
+      owners.append(len(numbers) - 1)
+    documents = [[] for _ in numbers]
     for owner, ids in zip(owners, self.encode_preprocessed(texts)):
       if ids:
         documents[owner].append(ids)
-    non_empty = [d for d in documents if d]
-    counters["empty_documents"] += len(documents) - len(non_empty)
-    return non_empty
+    kept = [k for k, d in enumerate(documents) if d]
+    counters["empty_documents"] += len(documents) - len(kept)
+    return [documents[k] for k in kept], [numbers[k] for k in kept]
 
 
 # ----------------------------------------------------------------------------- reading
@@ -206,42 +225,72 @@ def iter_chunks(files, chunk_bytes, stop_event=None):
   """Yields Chunks of whole documents (about chunk_bytes of text each), reading line by line.
 
   A document longer than chunk_bytes is cut at a line boundary (it would not fit in memory
-  otherwise); every file starts a new document.
+  otherwise); every file starts a new document. Documents are numbered in input order
+  (Chunk.first_document), the numbering of document_index.DocumentIndex.
   """
   index = 0
-  for path in files:
-    lines, line_numbers, doc_starts = [], [], []
+  first_document = 0
+  for file_number, path in enumerate(files):
+    lines, line_numbers, doc_starts, doc_offsets = [], [], [], []
     num_bytes = 0
+    position = 0  # byte offset of the current line in the file
     empty = 0
     in_document = False
+
+    def make_chunk():
+      return Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty, file_number,
+                   first_document, doc_offsets)
+
     with _open_binary(path) as f:
       for line_number, raw in enumerate(f, 1):
         if stop_event is not None and stop_event.is_set():
           return
+        line_start = position
+        position += len(raw)
         num_bytes += len(raw)
         text = raw.rstrip(b"\r\n")
         if not text.strip():
           if in_document:
             in_document = False
             if num_bytes >= chunk_bytes:
-              yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+              yield make_chunk()
               index += 1
-              lines, line_numbers, doc_starts, num_bytes, empty = [], [], [], 0, 0
+              first_document += len(doc_starts)
+              lines, line_numbers, doc_starts, doc_offsets = [], [], [], []
+              num_bytes, empty = 0, 0
           else:  # a blank line after a blank line (or at the start): an empty document
             empty += 1
           continue
         if not in_document or num_bytes >= 4 * chunk_bytes:
           if in_document:  # an oversized document: cut it here
-            yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+            yield make_chunk()
             index += 1
-            lines, line_numbers, doc_starts, num_bytes, empty = [], [], [], 0, 0
+            first_document += len(doc_starts)
+            lines, line_numbers, doc_starts, doc_offsets = [], [], [], []
+            num_bytes, empty = 0, 0
           doc_starts.append(len(lines))
+          doc_offsets.append(line_start)
           in_document = True
         lines.append(text)
         line_numbers.append(line_number)
     if lines or num_bytes:
-      yield Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty)
+      yield make_chunk()
       index += 1
+      first_document += len(doc_starts)
+
+
+def index_documents(files, chunk_bytes, progress_stream=None):
+  """The DocumentIndex of every document of `files`, as iter_chunks cuts them (one pass over
+  the input, reading only)."""
+  started = time.time()
+  index = document_index.DocumentIndex(files)
+  for chunk in iter_chunks(files, chunk_bytes):
+    index.add_chunk(chunk)
+  if progress_stream is not None:
+    print(f"[create_pretraining_data] indexed {len(index):,} documents "
+          f"({index.total_bytes / 1e6:.1f} MB) in {time.time() - started:.1f}s: NSP negatives "
+          f"draw B from all of them", file=progress_stream, flush=True)
+  return index
 
 
 # ----------------------------------------------------------------------------- processing
@@ -251,12 +300,18 @@ def _new_counters():
   return {"empty_documents": 0, "invalid_utf8_lines": 0}
 
 
-def process_chunk(chunk, encoder, serializer, options, random_seed):
+def process_chunk(chunk, encoder, serializer, options, random_seed, random_documents=None):
   """Yields (pass index, list of serialized examples) for every pass, then a final
-  ("done", InstanceStats, counters)."""
+  ("done", InstanceStats, counters).
+
+  random_documents: the source NSP negatives draw B from (document_index.IndexedDocuments: the
+  whole input); None: the chunk's own documents (unused in SOP mode).
+  """
   counters = _new_counters()
   counters["empty_documents"] += chunk.empty_documents
-  documents = encoder.encode_chunk(chunk, counters)
+  documents, numbers = encoder.encode_chunk(chunk, counters)
+  if random_documents is None:
+    numbers = None  # positions in `documents` itself
   stats = instances_lib.InstanceStats()
   stats.documents = len(documents)
   stats.sentences = sum(len(d) for d in documents)
@@ -264,7 +319,7 @@ def process_chunk(chunk, encoder, serializer, options, random_seed):
     rng = random.Random(f"{random_seed}:{chunk.index}:{dupe}")
     pass_stats = instances_lib.InstanceStats()
     instances = instances_lib.create_sop_instances(documents, options, encoder.vocab_info, rng,
-                                                   pass_stats)
+                                                   pass_stats, random_documents, numbers)
     if dupe > 0:  # document-level counts once per chunk, instance counts every pass
       pass_stats.short_documents = 0
     stats.merge(pass_stats)
@@ -287,24 +342,95 @@ def private_memory_mb():
     return 0.0
 
 
-def _worker_main(worker_index, spec, invalid_utf8, options, random_seed, in_queue, out_queue):
-  """Worker process: chunks from in_queue -> messages on out_queue (see _run_parallel)."""
+@dataclasses.dataclass(frozen=True)
+class _Job:
+  """What every chunk's processing needs (given to the workers when they start)."""
+  spec: TokenizerSpec
+  invalid_utf8: str
+  options: instances_lib.InstanceOptions
+  random_seed: int
+  index: document_index.DocumentIndex = None  # NSP: every document of the input
+
+
+def _chunk_messages(job, encode_threads=-1):
+  """A function chunk -> the ("records", ...) and ("done", ...) messages of that chunk."""
+  encoder = DocumentEncoder(job.spec, job.invalid_utf8, encode_threads=encode_threads)
+  serializer = instances_lib.ExampleSerializer(job.options.max_seq_length,
+                                               job.options.max_predictions_per_seq,
+                                               encoder.vocab_info.vocab_size)
+  random_documents = (None if job.index is None else
+                      document_index.IndexedDocuments(job.index, encoder, _open_binary))
+
+  def messages(chunk):
+    for item in process_chunk(chunk, encoder, serializer, job.options, job.random_seed,
+                              random_documents):
+      if item[0] == "done":
+        yield ("done", chunk.index, chunk.num_bytes, item[1], item[2])
+      else:
+        yield ("records", chunk.index, item[1])
+
+  return messages
+
+
+def _become_worker(parent_pid):
+  """First thing in a forked worker: signals are the parent's business, and the worker dies
+  with the parent.
+
+  The parent blocks SIGTERM/SIGINT while it forks (see _start_workers), so none arrives here
+  before this has run. SIGINT (Ctrl-C reaches the whole process group) is ignored: the parent
+  stops the workers. SIGTERM is the default again (instant death, no traceback): the parent's
+  terminate(). The wakeup fd inherited from the parent's signal handling (a pipe of
+  preemption.StopSignals) is dropped. PR_SET_PDEATHSIG makes the kernel SIGKILL this worker when
+  the parent dies (SIGKILL included); elsewhere a thread polls the parent pid.
+  """
+  if hasattr(signal, "set_wakeup_fd"):
+    signal.set_wakeup_fd(-1)
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_DFL)
+  if not _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL)):
+    threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
+  _prctl(_PR_SET_NAME, WORKER_NAME.encode())  # what ps and top show for the worker
+  if os.getppid() != parent_pid:  # the parent died before the above
+    os._exit(1)  # pylint: disable=protected-access
+  if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_PR_SET_PDEATHSIG, _PR_SET_NAME = 1, 15  # linux/prctl.h
+WORKER_NAME = "cpd-worker"  # the workers' process name (/proc/<pid>/comm, at most 15 bytes)
+
+
+def _prctl(option, argument):
+  """Linux prctl(option, argument); False where it is unavailable or fails."""
+  if not sys.platform.startswith("linux"):
+    return False
   try:
-    encoder = DocumentEncoder(spec, invalid_utf8, encode_threads=1)
-    serializer = instances_lib.ExampleSerializer(options.max_seq_length,
-                                                 options.max_predictions_per_seq,
-                                                 encoder.vocab_info.vocab_size)
+    return ctypes.CDLL(None, use_errno=True).prctl(option, argument, 0, 0, 0) == 0
+  except (OSError, AttributeError):
+    return False
+
+
+def _exit_when_orphaned(parent_pid):
+  while os.getppid() == parent_pid:
+    time.sleep(1.0)
+  os._exit(1)  # pylint: disable=protected-access
+
+
+def _worker_main(worker_index, job, parent_pid, in_queue, out_queue):
+  """Worker process: chunks from in_queue -> messages on out_queue (see _run_parallel)."""
+  _become_worker(parent_pid)
+  try:
+    messages = _chunk_messages(job, encode_threads=1)
     while True:
       chunk = in_queue.get()
       if chunk is None:
         out_queue.put(("end",))
         return
-      for item in process_chunk(chunk, encoder, serializer, options, random_seed):
-        if item[0] == "done":
-          item[2]["peak_worker_private_mb"] = private_memory_mb()
-          out_queue.put(("done", chunk.index, chunk.num_bytes, item[1], item[2]))
-        else:
-          out_queue.put(("records", chunk.index, item[1]))
+      for msg in messages(chunk):
+        if msg[0] == "done":
+          msg[4]["peak_worker_private_mb"] = private_memory_mb()
+        out_queue.put(msg)
   except AlbertError as e:
     out_queue.put(("error", str(e)))
   except Exception as e:  # pylint: disable=broad-except
@@ -333,6 +459,9 @@ class _ShardedWriter:
     except (OSError, tf.errors.OpError) as e:
       self.abort()
       raise AlbertError(f"--output_file: cannot write {path}: {getattr(e, 'strerror', None) or e}")
+    except BaseException:  # a signal's StopRequested between two files
+      self.abort()
+      raise
 
   def write(self, record):
     self._writers[self._next].write(record)
@@ -391,40 +520,61 @@ class _Progress:
           file=self.stream, flush=True)
 
 
-def _run_serial(chunks, spec, invalid_utf8, options, random_seed):
-  encoder = DocumentEncoder(spec, invalid_utf8)
-  serializer = instances_lib.ExampleSerializer(options.max_seq_length,
-                                               options.max_predictions_per_seq,
-                                               encoder.vocab_info.vocab_size)
+def _run_serial(chunks, job):
+  messages = _chunk_messages(job)
   for chunk in chunks:
-    for item in process_chunk(chunk, encoder, serializer, options, random_seed):
-      if item[0] == "done":
-        yield ("done", chunk.index, chunk.num_bytes, item[1], item[2])
-      else:
-        yield ("records", chunk.index, item[1])
+    yield from messages(chunk)
 
 
-def _run_parallel(chunks, num_workers, spec, invalid_utf8, options, random_seed):
-  """Starts the workers now; returns (generator of their results in chunk order, shutdown).
-
-  Chunk k goes to worker k % num_workers. Workers are forked before anything else (the output
-  writer, the reader thread) exists in this process.
-  """
-  ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-  in_queues = [ctx.Queue(maxsize=2) for _ in range(num_workers)]
-  out_queues = [ctx.Queue(maxsize=_QUEUE_DEPTH) for _ in range(num_workers)]
+def _start_workers(ctx, num_workers, job, in_queues, out_queues):
+  """Forks the workers with SIGTERM/SIGINT blocked (each unblocks them once it has its own
+  signal handling); a signal meanwhile is handled here right after. Returns the processes."""
   workers = [ctx.Process(target=_worker_main, daemon=True,
-                         args=(w, spec, invalid_utf8, options, random_seed, in_queues[w],
-                               out_queues[w]))
+                         args=(w, job, os.getpid(), in_queues[w], out_queues[w]))
              for w in range(num_workers)]
+  blocked = (hasattr(signal, "pthread_sigmask")
+             and threading.current_thread() is threading.main_thread())
+  if blocked:
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
   # Freeze the objects inherited by the forked workers: their garbage collector then never
   # touches (and copies) the parent's pages, which keeps the workers' private memory small.
   gc.freeze()
   try:
     for w in workers:
       w.start()
+  except BaseException:
+    _stop_workers(workers)
+    raise
   finally:
     gc.unfreeze()
+    if blocked:
+      signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a pending signal is handled now
+  return workers
+
+
+def _stop_workers(workers):
+  """Ends the worker processes (SIGTERM, then SIGKILL for any still there after 5 s)."""
+  for w in workers:
+    if w.pid is not None and w.is_alive():
+      w.terminate()
+  for w in workers:
+    if w.pid is not None:
+      w.join(timeout=5)
+      if w.is_alive():
+        w.kill()
+        w.join(timeout=5)
+
+
+def _run_parallel(chunks, num_workers, job):
+  """Starts the workers now; returns (generator of their results in chunk order, shutdown).
+
+  Chunk k goes to worker k % num_workers. Workers are forked before anything else (the output
+  writer, the reader thread) exists in this process. shutdown() ends every worker.
+  """
+  ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+  in_queues = [ctx.Queue(maxsize=2) for _ in range(num_workers)]
+  out_queues = [ctx.Queue(maxsize=_QUEUE_DEPTH) for _ in range(num_workers)]
+  workers = _start_workers(ctx, num_workers, job, in_queues, out_queues)
   stop = threading.Event()
   feeder_error = []
 
@@ -453,11 +603,11 @@ def _run_parallel(chunks, num_workers, spec, invalid_utf8, options, random_seed)
 
   def shutdown():
     stop.set()
-    for w in workers:
-      if w.is_alive():
-        w.terminate()
-    for w in workers:
-      w.join(timeout=5)
+    for q in in_queues:
+      # Chunks still in a queue's pipe would keep this process from exiting (multiprocessing
+      # flushes queues at exit) once no worker reads them.
+      q.cancel_join_thread()
+    _stop_workers(workers)
     feeder.join(timeout=5)
 
   return _ordered_results(num_workers, workers, out_queues, feeder_error, shutdown), shutdown
@@ -532,19 +682,27 @@ def create_pretraining_data(input_file,
   spec = TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)
   encoder = DocumentEncoder(spec, invalid_utf8)  # validates the vocabulary before any work
   del encoder
+  for path in output_files:  # what runs killed half-way (SIGKILL, power loss) left
+    for removed in fileio.remove_temporaries(os.path.dirname(path), [os.path.basename(path)]):
+      print(f"note: removed {removed}, left by an interrupted run", file=progress_stream,
+            flush=True)
   total_bytes = sum(os.path.getsize(f) if "://" not in f else 0 for f in files)
-  chunks = iter_chunks(files, int(chunk_mb * 1e6))
+  chunk_bytes = int(chunk_mb * 1e6)
+  index = None
+  if options.random_next_sentence:  # NSP negatives draw B from the whole input
+    index = index_documents(files, chunk_bytes, progress_stream if show_progress else None)
+  job = _Job(spec, invalid_utf8, options, random_seed, index)
+  chunks = iter_chunks(files, chunk_bytes)
   progress = _Progress(total_bytes, progress_stream, show_progress)
-  if num_workers <= 1:
-    messages, shutdown = _run_serial(chunks, spec, invalid_utf8, options, random_seed), None
-  else:
-    messages, shutdown = _run_parallel(chunks, num_workers, spec, invalid_utf8, options,
-                                       random_seed)
 
   stats = instances_lib.InstanceStats()
   counters = _new_counters()
-  writer = None
+  messages = shutdown = writer = None
   try:
+    if num_workers <= 1:
+      messages = _run_serial(chunks, job)
+    else:
+      messages, shutdown = _run_parallel(chunks, num_workers, job)
     writer = _ShardedWriter(output_files)
     _consume(messages, writer, progress, stats, counters)
     if stats.instances == 0:
@@ -554,12 +712,13 @@ def create_pretraining_data(input_file,
           f"{counters['empty_documents']} empty; documents need at least two sentences "
           f"(one per line, blank line between documents)")
     writer.commit()
-  except BaseException:
+  except BaseException:  # an error, or a signal's StopRequested: no output, no temporary file
     if writer is not None:
       writer.abort()
     raise
   finally:
-    messages.close()
+    if messages is not None:
+      messages.close()
     if shutdown is not None:
       shutdown()
   progress.update(force=True)

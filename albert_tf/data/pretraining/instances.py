@@ -119,14 +119,43 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
       trunc.pop()
 
 
-def create_instances_from_document(documents, document_index, options, vocab, rng, stats):
+class ListDocuments:
+  """The random-document source over an in-memory list of documents (see `_make_pair`).
+
+  A source answers len() (number of documents), sentence_count(i) and sentences(i, start) (the
+  sentences of document i from `start` on, each a list of ids, lazily). The pipeline's source
+  reads the documents of the whole input from disk (data/pretraining/document_index.py).
+  """
+
+  def __init__(self, documents):
+    self._documents = documents
+
+  def __len__(self):
+    return len(self._documents)
+
+  def sentence_count(self, index):
+    return len(self._documents[index])
+
+  def sentences(self, index, start):
+    return self._documents[index][start:]
+
+
+def create_instances_from_document(documents, document_index, options, vocab, rng, stats,
+                                   random_documents=None, source_index=None):
   """Instances from one document (a list of sentences, each a list of ids), as the official tool.
 
   Consecutive sentences are gathered into chunks of about `target_seq_length` tokens; each chunk
   is cut at a random sentence boundary into A and B. SOP: with probability 0.5 the pair is
   emitted as B A with label 1. NSP (`options.random_next_sentence`): with probability 0.5 B is
   taken from another document (label 1) and the unused sentences are put back.
+
+  random_documents: where that other document is drawn from (a `ListDocuments`-like source;
+    default: `documents`); source_index: this document's index in it (default: document_index).
   """
+  if random_documents is None:
+    random_documents = ListDocuments(documents)
+  if source_index is None:
+    source_index = document_index
   document = documents[document_index]
   max_num_tokens = options.max_seq_length - 3
   target_seq_length = max_num_tokens
@@ -142,7 +171,7 @@ def create_instances_from_document(documents, document_index, options, vocab, rn
     chunk_length += len(segment)
     if i == len(document) - 1 or chunk_length >= target_seq_length:
       if chunk:
-        pair = _make_pair(chunk, documents, document_index, target_seq_length, options, rng,
+        pair = _make_pair(chunk, random_documents, source_index, target_seq_length, options, rng,
                           stats)
         if pair is not None:
           tokens_a, tokens_b, label, unused = pair
@@ -156,7 +185,7 @@ def create_instances_from_document(documents, document_index, options, vocab, rn
   return instances
 
 
-def _make_pair(chunk, documents, document_index, target_seq_length, options, rng, stats):
+def _make_pair(chunk, random_documents, source_index, target_seq_length, options, rng, stats):
   """(tokens_a, tokens_b, label, number of sentences to put back) or None."""
   if len(chunk) == 1 and not options.random_next_sentence:
     # SOP needs two consecutive pieces of text: cut the single sentence at a random token.
@@ -178,15 +207,15 @@ def _make_pair(chunk, documents, document_index, target_seq_length, options, rng
   if len(chunk) == 1 or (options.random_next_sentence and rng.random() < 0.5):
     # NSP negative: B from a random other document; the unused sentences are put back.
     target_b_length = target_seq_length - len(tokens_a)
-    random_document_index = document_index
+    random_index = source_index
     for _ in range(10):
-      random_document_index = rng.randint(0, len(documents) - 1)
-      if random_document_index != document_index:
+      random_index = rng.randint(0, len(random_documents) - 1)
+      if random_index != source_index:
         break
-    random_document = documents[random_document_index]
+    start = rng.randint(0, random_documents.sentence_count(random_index) - 1)
     tokens_b = []
-    for j in range(rng.randint(0, len(random_document) - 1), len(random_document)):
-      tokens_b.extend(random_document[j])
+    for sentence in random_documents.sentences(random_index, start):
+      tokens_b.extend(sentence)
       if len(tokens_b) >= target_b_length:
         break
     return tokens_a, tokens_b, 1, len(chunk) - a_end
@@ -208,11 +237,16 @@ def _make_instance(tokens_a, tokens_b, label, options, vocab, rng, stats):
   return TrainingInstance(output_ids, segment_ids, boundary, positions, labels, label)
 
 
-def create_sop_instances(documents, options, vocab, rng, stats=None):
+def create_sop_instances(documents, options, vocab, rng, stats=None, random_documents=None,
+                         source_indices=None):
   """All instances of one pass over `documents` (each a list of sentences of ids), shuffled.
 
   Documents with fewer than two sentences are skipped and counted in `stats.short_documents`
   (in NSP mode they are still used as random-B sources).
+
+  random_documents: where NSP negatives draw B from (see `ListDocuments`; default: `documents`
+    themselves); source_indices: the index of each of `documents` in it (so a document never
+    pairs with itself).
   """
   stats = stats if stats is not None else InstanceStats()
   instances = []
@@ -220,7 +254,9 @@ def create_sop_instances(documents, options, vocab, rng, stats=None):
     if len(document) < 2:
       stats.short_documents += 1
       continue
-    instances.extend(create_instances_from_document(documents, index, options, vocab, rng, stats))
+    instances.extend(create_instances_from_document(
+        documents, index, options, vocab, rng, stats, random_documents,
+        None if source_indices is None else source_indices[index]))
   rng.shuffle(instances)
   return instances
 

@@ -9,7 +9,7 @@ Input: one sentence per line, a blank line between documents. Additions: --num_w
 --chunk_mb, --invalid_utf8. The output depends only on the inputs, the flags and --random_seed.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 import os

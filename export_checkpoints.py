@@ -9,7 +9,7 @@ state, at --export_path, with albert_config.json (and the SentencePiece model, w
 has one) beside it.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 import os  # pylint: disable=g-import-not-at-top,g-bad-import-order

@@ -9,7 +9,7 @@ Signatures: tokens, sop, mlm, tokenization_info, and TF Hub's Reusable SavedMode
 (albert_tf/export/hub_preprocessor.py), as tfhub.dev's albert_en_base/3 + albert_en_preprocess/3.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 from albert_tf.cli import export  # pylint: disable=g-import-not-at-top,g-bad-import-order

@@ -12,7 +12,7 @@ Own data: --task_name=custom --data_dir=<dir with train.csv, dev.csv, test.csv> 
   --regression] [--noheader] [--data_format=tsv|csv|jsonl], other flags as above.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 from absl import flags

@@ -5,7 +5,7 @@ The flags are the official run_pretraining.py's; the shared extras (--strategy, 
 A run killed and started again with the same command resumes from its last checkpoint.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 from absl import flags

@@ -5,7 +5,7 @@
     --max_seq_length=512 --max_qa_length=128 --train_step=12000 --warmup_step=1000
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 from absl import flags

@@ -17,7 +17,7 @@ metric, keeps the best F1 (eval_results.txt) and writes its predictions.json,
 nbest_predictions.json and (v2) null_odds.json.
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 from absl import flags

@@ -4,7 +4,7 @@ A thin entry point of run_squad.py with the v1 head (span start/end logits, cls/
 as the official script; every flag is run_squad.py's (official names and defaults).
 """
 
-from albert_tf import console  # first: quiets TensorFlow before anything imports it
+from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
 import run_squad  # pylint: disable=g-import-not-at-top,g-bad-import-order

@@ -11,8 +11,8 @@ import os
 import re
 import sys
 
-from albert_tf import console
-from albert_tf import fileio
+from albert_tf.common import console
+from albert_tf.common import fileio
 
 # The exit status of bad input (and of a full disk).
 EXIT_BAD_INPUT = 2
@@ -136,7 +136,7 @@ def _final_name(path):
 def disk_full_message(error):
   """The one-line message for a full disk, or None when `error` is something else.
 
-  Every file albert_tf writes is written whole or not at all (albert_tf/fileio.py), and a
+  Every file albert_tf writes is written whole or not at all (albert_tf/common/fileio.py), and a
   training run resumes from its last checkpoint, so what was done before is kept.
   """
   found = _disk_full(error)

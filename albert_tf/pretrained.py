@@ -33,7 +33,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from albert_tf import fileio, kinds, output_layout, task_labels
+from albert_tf.common import fileio, kinds, output_layout, task_labels
 from albert_tf.checkpoints import formats, hf, model_source, tf1
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from albert_tf.config import AlbertConfig
@@ -56,7 +56,7 @@ class PretrainedAlbert:
       AlbertSquadModel), every weight loaded.
     config: its AlbertConfig.
     tokenizer: the FullTokenizer of its vocabulary, or None when none was found or given.
-    model_type: one of albert_tf.kinds.KINDS.
+    model_type: one of albert_tf.common.kinds.KINDS.
     label_list: the class names of a classifier (None otherwise).
     source: the path loaded.
   """
@@ -110,7 +110,7 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   Args:
     path: an official tarball directory, a TF1 or TF2 checkpoint (prefix or directory), an HF
       transformers directory or a TF-Hub module directory.
-    model_type: one of albert_tf.kinds.KINDS, when the weights cannot tell (a one-row
+    model_type: one of albert_tf.common.kinds.KINDS, when the weights cannot tell (a one-row
       head).
     task_name: a GLUE task name: its label list names the classes.
     label_list: the class names (wins over task_name and an HF id2label).
@@ -251,7 +251,7 @@ def _classifier_features(tokenizer, texts_a, texts_b, max_seq_length):
 def model_from_pretrained(model_class, path, model_type=None, task_name=None, label_list=None,
                           albert_config_file=None, spm_model_file=None, do_lower_case=None):
   """`<ModelClass>.from_pretrained(path)`: the model at `path`, which must be of that class."""
-  allowed = model_class.KINDS  # the kinds the class declares (albert_tf/kinds.py)
+  allowed = model_class.KINDS  # the kinds the class declares (albert_tf/common/kinds.py)
   if model_type is not None and model_type not in allowed:
     raise AlbertError(f"model_type={model_type!r} is not an {model_class.__name__} (expected "
                       f"one of {', '.join(allowed)})")

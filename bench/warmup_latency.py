@@ -90,7 +90,7 @@ def child(mode, path, signatures, steady):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   from tensorflow_serving.apis import prediction_log_pb2  # pylint: disable=g-import-not-at-top
-  from albert_tf.export_format import WARMUP_REQUESTS  # pylint: disable=g-import-not-at-top
+  from albert_tf.common.export_format import WARMUP_REQUESTS  # pylint: disable=g-import-not-at-top
   result = {"mode": mode, "import_s": time.perf_counter() - start}
   start = time.perf_counter()
   loaded = tf.saved_model.load(path)

@@ -1,4 +1,4 @@
-"""albert_tf/console.py's stderr filter: TensorFlow's C++ log lines out, everything else through,
+"""albert_tf/common/console.py's stderr filter: TensorFlow's C++ log lines out, everything else through,
 promptly, also from child processes and after a crash, with the script's exit code.
 
 The process-level tests run a small program that starts as every script does
@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from albert_tf import console
+from albert_tf.common import console
 from tests.helpers.paths import REPO
 
 # What TensorFlow 2.20 writes (copied from real runs): absl's format before absl::InitializeLog
@@ -45,6 +45,33 @@ def _filtered(chunks):
   return b"".join(out)
 
 
+# What a multi-worker survivor's stderr carried when its peer was SIGKILLed (TF 2.20): one log
+# line whose message goes on over five lines (captured from a CI run that printed them).
+PEER_CRASH = (
+    b"E1126 21:40:01.123456    4321 coordination_service_agent.cc:332] Polled an error from "
+    b"coordination service (this can be an error from this or another task).\n"
+    b"/job:worker/replica:0/task:1\n"
+    b"The tasks have crashed. Check the task logs for an earlier error, or scheduler events "
+    b"(e.g. preemption, eviction) to debug further. [type.googleapis.com/tensorflow."
+    b"CoordinationServiceError='\\\"\\n\\n\\x06worker\\x10\\x01']\n"
+    b"/job:worker/replica:0/task:1\n"
+    b"The tasks have crashed. Check the task logs for an earlier error, or scheduler events "
+    b"(e.g. preemption, eviction) to debug further.\n"
+    b"The error could be from a previous operation. Restart your program to reset. "
+    b"[type.googleapis.com/tensorflow.DerivedStatus='']\n")
+
+
+def test_line_filter_drops_a_lost_peers_multi_line_error():
+  step = b"step 20/60 | loss 7.5382 | 127.1 examples/s | ETA 0:00:05\n"
+  lost = (b"lost worker 1 (127.0.0.1:37455): it stopped sending heartbeats; the newest intact "
+          b"checkpoint is out/ckpt-20: run the same command on every worker to resume\n")
+  data = step + PEER_CRASH + lost
+  for size in (1, 13, len(data)):
+    assert _filtered([data[i:i + size] for i in range(0, len(data), size)]) == step + lost
+  # Without the log line before them, such lines are not TensorFlow's to drop.
+  assert _filtered([step, b"/job:worker is a path we print\n"]) == (
+      step + b"/job:worker is a path we print\n")
+
 def test_line_filter_drops_tensorflow_lines_only():
   ours = [b"error: --input_file: no file matches 'x'\n", b"Traceback (most recent call last):\n",
           b'  File "run_classifier.py", line 52, in <module>\n', b"E1 is not a log line\n",
@@ -61,14 +88,14 @@ def test_line_filter_drops_tensorflow_lines_only():
 
 PROGRAM = textwrap.dedent(r"""
     import os, signal, subprocess, sys
-    from albert_tf import console
+    from albert_tf.common import console
     console.quiet_startup()
     noise = {noise!r}
     for line in noise:
       os.write(2, line)
     print("ours 1", file=sys.stderr)
     if "child" in sys.argv:  # a subprocess inherits the filtered stderr, with no filter of its own
-      subprocess.run([sys.executable, "-c", "import os, sys; from albert_tf import console; "
+      subprocess.run([sys.executable, "-c", "import os, sys; from albert_tf.common import console; "
                       "console.quiet_startup(); os.write(2, sys.argv[1].encode()); "
                       "print('child filter', bool(console._filter), file=sys.stderr)",
                       noise[0].decode() + "from the child\n"], check=True)
@@ -133,7 +160,7 @@ def test_an_unfinished_line_is_passed_on_promptly(tmp_path):
   program = tmp_path / "prompt.py"
   program.write_text(textwrap.dedent("""
       import os, sys
-      from albert_tf import console
+      from albert_tf.common import console
       console.quiet_startup()
       os.write(2, b"Overwrite out/? [y/N] ")  # no newline: a prompt waiting for the answer
       sys.stdin.readline()

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from tests.helpers.paths import REPO_ROOT
 
 
@@ -59,7 +59,7 @@ def test_sha1_and_fingerprint(tmp_path):
 
 
 def test_local_paths_do_not_import_tensorflow(tmp_path):
-  code = ("import sys; from albert_tf import fileio; "
+  code = ("import sys; from albert_tf.common import fileio; "
           f"fileio.write_json({str(tmp_path / 'x.json')!r}, [1]); "
           f"fileio.read_json({str(tmp_path / 'x.json')!r}); print('tensorflow' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,10 +1,10 @@
-"""albert_tf/output_layout.py owns the file names of an output directory: its best_trial.txt
+"""albert_tf/common/output_layout.py owns the file names of an output directory: its best_trial.txt
 reads back what it writes, and no other module spells one of its names."""
 
 import ast
 import os
 
-from albert_tf import output_layout
+from albert_tf.common import output_layout
 from tests.test_import_layers import modules
 
 # The names a module must take from output_layout (the generic "checkpoint"/"ckpt" also name
@@ -41,7 +41,7 @@ def test_no_other_module_spells_an_output_file_name():
     # --checkpoint_name=model.ckpt-best of export_to_tfhub.py)
     # (export_format is the other layout owner: the names inside a SavedModel's assets/, which
     # are the official tarball's names too)
-    if name in ("albert_tf.output_layout", "albert_tf.export_format") or name.startswith(
+    if name in ("albert_tf.common.output_layout", "albert_tf.common.export_format") or name.startswith(
         "albert_tf.cli."):
       continue
     with open(path, encoding="utf-8") as f:

@@ -39,7 +39,7 @@ import os
 
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import model_source

@@ -3,7 +3,7 @@ albert_tf/cli/convert.py). The library is albert_tf/checkpoints/conversion.py; i
 importable from this older path."""
 
 if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
-  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
   console.quiet_startup()
 
 from albert_tf.checkpoints.conversion import (  # pylint: disable=unused-import

@@ -16,7 +16,7 @@ Each adapter answers `config()`, `spm_model_file()` (the SentencePiece model it 
 `30k-clean.model` beside a TF1/TF2 checkpoint or in a tarball, an HF directory's `spiece.model`,
 a module's asset; else None), `check_weights()` (a one-line error when the weights are
 missing or unreadable: TF checkpoints are verified by detect, HF weights here),
-`kind(model_type=None)` (the model it holds, albert_tf.kinds,
+`kind(model_type=None)` (the model it holds, albert_tf.common.kinds,
 with a classifier's number of classes), `load_into(model, label_list=None)` (every weight of
 that model) and, for the formats we write, `save(model, path, label_list=None)`. Adapters
 never build models: the caller passes one (albert_tf.models.build).
@@ -27,7 +27,7 @@ import typing
 
 import tensorflow as tf
 
-from albert_tf import kinds, output_layout
+from albert_tf.common import kinds, output_layout
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import hf_heads
 from albert_tf.checkpoints import hub_module

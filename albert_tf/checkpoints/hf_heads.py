@@ -1,4 +1,4 @@
-"""The heads of HF ALBERT directories: which kind (albert_tf.kinds) each architecture holds,
+"""The heads of HF ALBERT directories: which kind (albert_tf.common.kinds) each architecture holds,
 which a directory holds, and a classifier's class names (config.json `id2label`).
 
 KIND_ARCHITECTURES is the one table of HF architecture names: what `save` writes for a kind and,
@@ -9,7 +9,7 @@ import os
 
 from absl import logging
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.hf_config import CONFIG_NAME, read_hf_config_json
 from albert_tf.checkpoints.hf_tensors import read_hf_tensors

@@ -11,7 +11,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.checkpoints import hf_config
 from albert_tf.checkpoints import hf_heads
 from albert_tf.checkpoints import hf_tensors

@@ -6,7 +6,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio, kinds
+from albert_tf.common import fileio, kinds
 from albert_tf.checkpoints import hf_config
 from albert_tf.checkpoints import hf_heads
 from albert_tf.checkpoints import hf_tensors

@@ -10,7 +10,7 @@ import numpy as np
 import safetensors
 from safetensors import numpy as st_numpy
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.checkpoints import hf_tf_h5
 from albert_tf.checkpoints import hf_torch_bin
 from albert_tf.errors import AlbertError

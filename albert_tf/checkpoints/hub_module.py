@@ -32,7 +32,7 @@ from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError, parse_json_object
-from albert_tf.export_format import (CONFIG_ASSET_NAME, EXPORT_INFO, SPM_ASSET_NAME,
+from albert_tf.common.export_format import (CONFIG_ASSET_NAME, EXPORT_INFO, SPM_ASSET_NAME,
                                      VOCAB_ASSET_NAME)
 from albert_tf.models.pretrainer import AlbertPretrainer
 

@@ -2,7 +2,7 @@
 
 from absl import logging
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import hub_module

@@ -12,7 +12,8 @@ spiece.model, a TF1/TF2 checkpoint the albert_config.json and 30k-clean.model be
 import dataclasses
 from typing import Optional
 
-from albert_tf import kinds, models
+from albert_tf import models
+from albert_tf.common import kinds
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import hub_module
 from albert_tf.config import AlbertConfig
@@ -88,7 +89,7 @@ is_saved_model_directory = formats.is_saved_model_directory  # a TF-Hub module /
 
 # ------------------------------------------------------------------------ the model's type
 # The models a checkpoint can hold (the converter's --model_type, from_pretrained's
-# model_type): the kinds of albert_tf/kinds.py, under their older names here.
+# model_type): the kinds of albert_tf/common/kinds.py, under their older names here.
 MODEL_TYPES = kinds.KINDS
 CLASSIFIER_TYPES = kinds.CLASSIFIER_KINDS
 SQUAD_TYPES = kinds.SQUAD_KINDS

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.training import checkpoint_state_pb2  # pylint: disable=g-direct-tensorflow-import
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError

@@ -5,7 +5,7 @@ import os
 
 from absl import flags
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.checkpoints.conversion import FORMATS, convert
 from albert_tf.checkpoints.model_source import MODEL_TYPES
 from albert_tf.cli.flags import DIRECTORY, PREFIX, output_flags, require_flags, run_command

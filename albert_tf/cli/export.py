@@ -14,7 +14,7 @@ from absl import flags
 from albert_tf.cli.flags import DIRECTORY, output_flags, run_command
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
-from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
 
 
 def define_flags():

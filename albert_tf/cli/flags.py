@@ -27,7 +27,7 @@ import sys
 from absl import app
 from absl import flags
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.config import AlbertConfig
 from albert_tf.data import custom_task, glue
 from albert_tf.data.bucketing import parse_bucket_boundaries

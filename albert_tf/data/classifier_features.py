@@ -22,7 +22,7 @@ from absl import logging
 from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.data import bucketing, record_checks
 from albert_tf.errors import AlbertError
 from albert_tf.text import packing

@@ -29,14 +29,14 @@ import os
 import re
 from typing import ClassVar, Optional, Tuple
 
-from albert_tf import fileio, output_layout
+from albert_tf.common import fileio, output_layout
 from albert_tf.data import table_files
 from albert_tf.data.glue import InputExample
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
 # The problem types and the label_list.json reader live with the GLUE label lists (a leaf, so
 # that the top-level loader reads a run's recorded labels without the data layer).
-from albert_tf.task_labels import (  # pylint: disable=unused-import
+from albert_tf.common.task_labels import (  # pylint: disable=unused-import
     MULTI_LABEL, PROBLEM_TYPES, REGRESSION, SINGLE_LABEL, read_label_list)
 
 CUSTOM_TASK = "custom"

@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Callable, ClassVar, Optional, Sequence, Union
 
-from albert_tf import fileio, task_labels
+from albert_tf.common import fileio, task_labels
 from albert_tf.data.table_files import read_text
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
@@ -205,7 +205,7 @@ TASKS = {
         splits={"test": _fmt("diagnostic.tsv", True, 0, 1, 2, None)}),
 }
 
-# The task names, their labels and aliases are albert_tf/task_labels.py's (the top-level loader
+# The task names, their labels and aliases are albert_tf/common/task_labels.py's (the top-level loader
 # reads them there); tests/data/test_glue.py checks that TASKS agrees.
 
 

@@ -36,7 +36,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 # The one line of a failed in-graph check sits between these in the InvalidArgumentError.

@@ -25,7 +25,7 @@ import numpy as np
 from official.nlp.tools import squad_evaluate_v1_1
 from official.nlp.tools import squad_evaluate_v2_0
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 
 # What the official code returns when no span is valid.
 _EMPTY_V1 = ("empty", 0.0, 0.0)

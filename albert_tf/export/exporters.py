@@ -2,7 +2,7 @@
 
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import serving
-from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
 from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 
 

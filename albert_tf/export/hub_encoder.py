@@ -37,7 +37,7 @@ from albert_tf.checkpoints import official_names
 from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
-from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
+from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
 # The signatures that need a pretraining head: each is written only when the checkpoint held

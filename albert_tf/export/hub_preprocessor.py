@@ -35,7 +35,7 @@ import tensorflow as tf
 from albert_tf.errors import AlbertError
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
-from albert_tf.export_format import SPM_ASSET_NAME
+from albert_tf.common.export_format import SPM_ASSET_NAME
 from albert_tf.text import packing
 from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 

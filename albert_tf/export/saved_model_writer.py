@@ -20,10 +20,10 @@ import time
 
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export import warmup
-from albert_tf.export_format import EXPORT_INFO
+from albert_tf.common.export_format import EXPORT_INFO
 
 # Keys of an export's info that record how that export was made (the timings behind
 # --export_precision=auto), not what model it is: they differ between two exports of the same

@@ -34,8 +34,8 @@ import tensorflow as tf
 
 from albert_tf.export import input_checks
 from albert_tf.export.saved_model_writer import write_new_version
-from albert_tf.export_format import CORE_OPS_SUBDIR
-from albert_tf.fileio import file_sha1
+from albert_tf.common.export_format import CORE_OPS_SUBDIR
+from albert_tf.common.fileio import file_sha1
 from albert_tf.text import packing
 
 

@@ -4,7 +4,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.export import input_checks
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import saved_model_writer

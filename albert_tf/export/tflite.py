@@ -41,7 +41,7 @@ import os
 
 import tensorflow as tf
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export.precision import serving_copy
 from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel

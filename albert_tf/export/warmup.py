@@ -35,7 +35,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
-from albert_tf.export_format import WARMUP_REQUESTS
+from albert_tf.common.export_format import WARMUP_REQUESTS
 
 # The allowed_batch_sizes of configs/serving/batching_parameters.txt: with TF Serving's batching
 # on, the model only ever runs at these sizes (batches are padded up to the next one).

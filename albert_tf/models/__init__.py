@@ -1,5 +1,5 @@
 """Models: an encoder with task heads (each keeps the encoder at `.encoder`); `build(kind,
-config, ...)` makes a fresh one of a kind (albert_tf/kinds.py)."""
+config, ...)` makes a fresh one of a kind (albert_tf/common/kinds.py)."""
 
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice

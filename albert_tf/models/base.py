@@ -1,7 +1,7 @@
 """AlbertModel: what every ALBERT model with a task head shares.
 
 The config (an AlbertConfig, or its dict from get_config), the encoder at `.encoder`, the
-Keras config round trip, the kinds the class builds (albert_tf/kinds.py) and
+Keras config round trip, the kinds the class builds (albert_tf/common/kinds.py) and
 `from_pretrained(path)`.
 """
 

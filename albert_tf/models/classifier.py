@@ -3,7 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.errors import AlbertError
 from albert_tf.heads.classification import ClassificationHead
 from albert_tf.models.base import AlbertModel

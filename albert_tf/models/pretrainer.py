@@ -2,7 +2,7 @@
 
 import tf_keras
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.config import AlbertConfig
 from albert_tf.heads.masked_lm import MaskedLMHead
 from albert_tf.heads.sentence_order import SentenceOrderHead

@@ -1,11 +1,11 @@
 """The kind registry: `build(kind, config, ...)` -> a fresh model of that kind.
 
-The kinds are named in albert_tf/kinds.py; each model class declares the kinds it builds
+The kinds are named in albert_tf/common/kinds.py; each model class declares the kinds it builds
 (`KINDS`) and how a kind sets its constructor (`kind_args`), so this table is only the list
 of classes.
 """
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.errors import AlbertError
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
@@ -20,7 +20,7 @@ def model_class(kind):
   """The model class that builds `kind` (AlbertEncoder for the encoder).
 
   Raises:
-    AlbertError: kind is not one of albert_tf.kinds.KINDS.
+    AlbertError: kind is not one of albert_tf.common.kinds.KINDS.
   """
   if kind == kinds.ENCODER:
     return AlbertEncoder
@@ -31,7 +31,7 @@ def model_class(kind):
 
 
 def build(kind, config, num_labels=None, **head_args):
-  """A fresh model of `kind` (albert_tf.kinds.KINDS).
+  """A fresh model of `kind` (albert_tf.common.kinds.KINDS).
 
   Args:
     kind: the model's kind.

@@ -2,7 +2,7 @@
 
 import tf_keras
 
-from albert_tf import kinds
+from albert_tf.common import kinds
 from albert_tf.heads.squad import SquadSpanHead, SquadV2Head
 from albert_tf.models.base import AlbertModel
 

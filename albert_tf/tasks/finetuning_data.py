@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import output_layout
+from albert_tf.common import output_layout
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import fileio, output_layout
+from albert_tf.common import fileio, output_layout
 from albert_tf.data import classifier_features, race
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_multiple_choice

@@ -11,7 +11,7 @@ import threading
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")

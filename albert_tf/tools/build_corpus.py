@@ -3,7 +3,7 @@ albert_tf/cli/build_corpus.py). The library is albert_tf/tools/docstring_corpus.
 importable from this older path."""
 
 if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
-  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
   console.quiet_startup()
 
 from albert_tf.tools.docstring_corpus import (  # pylint: disable=unused-import

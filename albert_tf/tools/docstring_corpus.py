@@ -16,7 +16,7 @@ import re
 import sysconfig
 import warnings
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 # Sentence ends: ., ! or ? followed by whitespace and an upper-case letter, digit or quote.

@@ -14,7 +14,7 @@ an "index" header), so `run_classifier.py --task_name=MRPC` reads them unchanged
 import os
 import random
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 _TRAIN_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"

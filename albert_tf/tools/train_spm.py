@@ -9,7 +9,7 @@ Unigram, <pad>=0, <unk>=1, no BOS/EOS, control symbols [CLS]=2, [SEP]=3, [MASK]=
 """
 
 if __name__ == "__main__":
-  from albert_tf import console  # pylint: disable=g-import-not-at-top
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
   console.quiet_startup()  # before anything imports TensorFlow
   from albert_tf.cli.train_spm import main  # pylint: disable=g-import-not-at-top
   main()

@@ -22,7 +22,7 @@ import re
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import fileio, output_layout
+from albert_tf.common import fileio, output_layout
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity

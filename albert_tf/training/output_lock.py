@@ -61,7 +61,7 @@ import threading
 import time
 import uuid
 
-from albert_tf import fileio, output_layout
+from albert_tf.common import fileio, output_layout
 from albert_tf.errors import AlbertError
 
 LOCK_FILE = output_layout.LOCK_FILE

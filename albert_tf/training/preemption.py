@@ -29,7 +29,7 @@ import signal
 import threading
 import time
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import EXIT_STOPPED_BY_SIGNAL, StopRequested, end_with_last_line
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)

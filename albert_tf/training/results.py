@@ -7,7 +7,7 @@ values is `progress.format_value`.)
 
 import numpy as np
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 
 
 def format_result(value):

@@ -18,7 +18,7 @@ from typing import Optional
 
 from absl import logging
 
-from albert_tf import fileio, kinds, output_layout
+from albert_tf.common import fileio, kinds, output_layout
 from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.export.tflite import write_tflite

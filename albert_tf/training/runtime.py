@@ -9,7 +9,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from albert_tf import fileio, output_layout
+from albert_tf.common import fileio, output_layout
 from albert_tf.errors import AlbertError
 
 SEED_FILE = output_layout.SEED_FILE

@@ -9,7 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf import kinds, models
+from albert_tf import models
+from albert_tf.common import kinds
 from albert_tf.checkpoints import conversion
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import official_names

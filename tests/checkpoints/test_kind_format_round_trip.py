@@ -1,4 +1,4 @@
-"""Every model kind (albert_tf.kinds.KINDS) x every checkpoint format, through `detect`.
+"""Every model kind (albert_tf.common.kinds.KINDS) x every checkpoint format, through `detect`.
 
 For each format that saves (TF1, TF2, HF) and the official tarball layout (read only; written
 here with the TF1 writer as the official release lays it out), a model of each kind with
@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import kinds, models
+from albert_tf import models
+from albert_tf.common import kinds
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints import tf1

@@ -21,7 +21,8 @@ import os
 import numpy as np
 import pytest
 
-from albert_tf import kinds, models, output_layout
+from albert_tf import models
+from albert_tf.common import kinds, output_layout
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.errors import AlbertError

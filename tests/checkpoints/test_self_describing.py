@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import albert_tf
-from albert_tf import kinds, models, output_layout
+from albert_tf import models
+from albert_tf.common import kinds, output_layout
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints.conversion import convert
 from albert_tf.errors import AlbertError

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from tests.helpers.paths import REPO
 
 D, F, P = fileio.DIRECTORY, fileio.FILE, fileio.PREFIX

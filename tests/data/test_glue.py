@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from albert_tf import task_labels
+from albert_tf.common import task_labels
 from albert_tf.data import glue
 from albert_tf.errors import AlbertError
 from tests.helpers import finetune
@@ -121,7 +121,7 @@ def test_submission_file_format(tmp_path):
 
 
 def test_task_specs_agree_with_the_leaf_label_lists():
-  # from_pretrained(task_name=...) reads albert_tf/task_labels.py; the readers' specs must match.
+  # from_pretrained(task_name=...) reads albert_tf/common/task_labels.py; the readers' specs must match.
   assert {name: tuple(spec.labels) for name, spec in glue.TASKS.items()} == \
       task_labels.GLUE_LABELS
   for alias, name in task_labels.GLUE_ALIASES.items():

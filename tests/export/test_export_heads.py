@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import kinds, models
+from albert_tf import models
+from albert_tf.common import kinds
 from albert_tf.checkpoints import formats, hub_module
 from albert_tf.checkpoints.init import init_pretrainer
 from albert_tf.export import export_encoder

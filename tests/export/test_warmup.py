@@ -17,7 +17,7 @@ from albert_tf.export import saved_model_writer
 from albert_tf.export import warmup
 from albert_tf.export.hub_preprocessor import export_preprocessor
 from albert_tf.export.squad_serving import export_squad_model
-from albert_tf.export_format import CORE_OPS_SUBDIR, WARMUP_REQUESTS
+from albert_tf.common.export_format import CORE_OPS_SUBDIR, WARMUP_REQUESTS
 from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
 from albert_tf.models.pretrainer import AlbertPretrainer
 from tests.helpers.model_inputs import randomize_weights

@@ -12,7 +12,7 @@ import tensorflow as tf
 from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
-from albert_tf.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
+from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
 class HubEncoderModule(tf.Module):

@@ -56,7 +56,7 @@ def subprocess_env(extra=None):
 _LAUNCHER = """
 import sys
 n = int(sys.argv[1])
-from albert_tf import console
+from albert_tf.common import console
 console.quiet_startup()
 import tensorflow as tf
 tf.config.experimental.enable_op_determinism()

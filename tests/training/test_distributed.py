@@ -282,7 +282,8 @@ def _survivor_ends(survivor, lost_index, lost_address, out, timeout=90):
 # TensorFlow's C++ log lines (TSL's and absl's formats) and what their messages carry.
 _TF_NOISE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |^[IWEF]\d{4} \d\d:"
                        r"|GRPC|grpc_|:UNKNOWN:|RPC: /tensorflow|Restart your program to reset"
-                       r"|DerivedStatus|\[Op:|tensorflow/core/")
+                       r"|DerivedStatus|\[Op:|tensorflow/core/|^/job:|type\.googleapis\.com"
+                       r"|The tasks have crashed")
 
 
 def test_worker_lost_mid_run_sigkill_sigstop_then_resume(tiny_run_inputs, tmp_path):

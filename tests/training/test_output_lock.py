@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError, StopRequested
 from albert_tf.training import output_lock
 from tests.helpers.paths import REPO

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
 from albert_tf.errors import AlbertError

@@ -86,7 +86,7 @@ def _name(pid):
 def _wait_until_working(proc, out_dir):
   """Waits until the workers run and the temporary outputs exist (the run is under way);
   returns the pids of all the run's child processes (the workers, and the stderr filter of
-  albert_tf.console)."""
+  albert_tf.common.console)."""
   temporaries = {f"{o}.tmp-{proc.pid}" for o in OUTPUTS}
   deadline = time.time() + 300
   while time.time() < deadline:

@@ -19,13 +19,13 @@ writers of the small record files beside them.
   <export_dir>/<version>/saved_model.pb          exports (albert_tf/export/, a directory of
                                                  their own: --export_dir)
 
-A leaf module (os and albert_tf.fileio only), so that the training loop, the tasks, the data
+A leaf module (os and albert_tf.common.fileio only), so that the training loop, the tasks, the data
 readers and the top-level loader all name these files from here.
 """
 
 import os
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 
 CHECKPOINT_PREFIX = "ckpt"
 CHECKPOINT_STATE = "checkpoint"
@@ -79,7 +79,7 @@ def read_best_trial_value(output_dir):
 def write_best_checkpoint_record(output_dir, checkpoint, step, metric, value, result,
                                  kind=None):
   """best_checkpoint.json: the best checkpoint of a sweep, its step, metric and result, and the
-  model's kind (albert_tf.kinds: the official one-row head of model.ckpt-best does not say
+  model's kind (albert_tf.common.kinds: the official one-row head of model.ckpt-best does not say
   whether it is a regression classifier or a multiple-choice scorer)."""
   record = {"checkpoint": checkpoint, "step": step, "metric": metric, "value": float(value),
             "result": {k: float(v) for k, v in result.items()}}

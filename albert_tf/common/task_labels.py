@@ -1,13 +1,13 @@
 """The class names of a fine-tuning task, wherever they are defined: the GLUE tasks' fixed lists
 and a custom task's recorded label_list.json (its reader).
 
-A leaf module (no TensorFlow, nothing above albert_tf.fileio / albert_tf.errors), so that the
+A leaf module (no TensorFlow, nothing above albert_tf.common.fileio / albert_tf.errors), so that the
 data readers (albert_tf/data/glue.py, albert_tf/data/custom_task.py) and the top-level loader
 (`from_pretrained(task_name=...)`, the labels recorded in a run's output directory) read them from
 one place.
 """
 
-from albert_tf import fileio
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 # ------------------------------------------------------------------------------- GLUE

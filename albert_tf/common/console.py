@@ -39,11 +39,15 @@ TENSORFLOW_LOG_LINE = re.compile(
 # Lines that continue the TensorFlow log line just before them (blank lines among them): the
 # CPU-feature notice, and what a multi-worker run's errors carry when a peer is lost (gRPC's
 # status, in its old `:{"created":...}` and new `:UNKNOWN:Error received from peer` forms, the
-# RPC that failed, and the eager context's note on asynchronous errors).
+# RPC that failed, the coordination service's list of crashed tasks, one `/job:...` line per
+# task, and the eager context's note on asynchronous errors). A line carrying a status payload
+# (`[type.googleapis.com/tensorflow.<Payload>=...]`) continues one too, whatever its start.
 _CONTINUATIONS = (b"To enable the following instructions:",
                   b"Additional GRPC error information from remote target",
-                  b":UNKNOWN:", b":{\"created\"", b"RPC: /tensorflow.",
+                  b":UNKNOWN:", b":{\"created\"", b"RPC: /tensorflow.", b"/job:",
+                  b"The tasks have crashed.",
                   b"The error could be from a previous operation.")
+_STATUS_PAYLOAD = b"[type.googleapis.com/tensorflow."
 
 # How long an unfinished line that could still become a TensorFlow log line is held back.
 # TensorFlow writes each line with one write(), so a line still unfinished after this is ours
@@ -98,7 +102,8 @@ class _LineFilter:
   def _keep(self, line):
     if TENSORFLOW_LOG_LINE.match(line):
       return False
-    return not (self._dropped and (not line.strip() or line.startswith(_CONTINUATIONS)))
+    return not (self._dropped and (not line.strip() or line.startswith(_CONTINUATIONS)
+                                   or _STATUS_PAYLOAD in line))
 
   def _may_be_dropped(self, partial):
     """False once an unfinished line can no longer turn into a line `_keep` drops."""

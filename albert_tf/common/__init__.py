@@ -1,0 +1,9 @@
+"""The leaf utilities every layer reads (no TensorFlow; nothing above albert_tf.errors).
+
+  console.py        what a script prints: TensorFlow's log noise filtered, our lines plain
+  fileio.py         local and gs:// files: atomic writes, JSON, globs
+  kinds.py          the model kinds (encoder, pretrainer, classifier, ...), named once
+  output_layout.py  the files of a run's output directory, named once
+  export_format.py  the files of a SavedModel export, named once
+  task_labels.py    a fine-tuning task's class names (GLUE lists, label_list.json)
+"""

@@ -321,8 +321,14 @@ def test_worker_lost_mid_run_sigkill_sigstop_then_resume(tiny_run_inputs, tmp_pa
     step = int(kept.rsplit("-", 1)[1])
     assert _wait_for(lambda: f"Resuming from {kept} at step {step}" in helpers.read_log(
         workers[0]), 240, workers), helpers.read_log(workers[0])[-3000:]
-    next_ckpt = out / f"ckpt-{step + SAVE_EVERY}.index"
-    assert _wait_for(next_ckpt.exists, 240, workers), helpers.read_log(workers[0])[-3000:]
+    # The next checkpoint complete: its index there and the state file naming it (written
+    # after the save; a chief frozen halfway through its save leaves that checkpoint unreadable,
+    # and the survivor then rightly names the one before).
+    next_name = f"ckpt-{step + SAVE_EVERY}"
+    state = out / "checkpoint"
+    assert _wait_for(lambda: (out / f"{next_name}.index").exists() and state.exists() and (
+        f'"{next_name}"' in state.read_text() or f"/{next_name}\"" in state.read_text()),
+        240, workers), helpers.read_log(workers[0])[-3000:]
     workers[0].send_signal(signal.SIGSTOP)
     stopped = workers[0]
     stop_s, kept = _survivor_ends(workers[1], 0, cluster[0], out)

@@ -6,7 +6,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# make test: pytest-xdist processes (2 = the cores of the CI machine; TEST_WORKERS=0 runs in one process)
+# make test: pytest-xdist processes (2 = the cores of the CI machine; TEST_WORKERS=0 runs in one process);
+# files are handed out slowest first (tests/conftest.py), not xdist's most-tests-first
 TEST_WORKERS ?= 2
 
 .PHONY: setup test quickstart bench bench-peers
@@ -20,7 +21,7 @@ $(VENV)/.installed: requirements.txt
 	touch $@
 
 test: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
 quickstart: setup
 	PYTHON=$(PY) bash scripts/quickstart.sh
@@ -35,5 +36,10 @@ $(BENCH_VENV)/.installed: requirements.txt bench/requirements.txt
 	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements.txt
 	touch $@
 
+# The size axis of issue 41 (bench/peers/sizes.py: base/large/xxlarge x seq 128/512 x batch 1/32,
+# each variant in its own subprocess, peak memory, ISA class); PEERS_ARGS= runs the one-process
+# ALBERT-base seq-128 table instead. ARGS adds flags, e.g. ARGS=--isa=AVX2 (see run.py --help).
+PEERS_ARGS ?= --sizes=base,large,xxlarge --seq_lens=128,512 --batches=1,32
+
 bench-peers: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python bench/peers/run.py $(ARGS)
+	$(BENCH_VENV)/bin/python bench/peers/run.py $(PEERS_ARGS) $(ARGS)

@@ -17,7 +17,8 @@ import sys
 
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
+from albert_tf.cli import pretraining_flags
 from albert_tf.data.pretraining import creation as pretraining_data_creation
 from albert_tf.errors import AlbertError
 from albert_tf.training.preemption import StopSignals
@@ -29,7 +30,7 @@ flags.DEFINE_string("input_file", None, "Raw text: comma-separated files or glob
                     "per line, a blank line between documents.")
 flags.DEFINE_string("output_file", None, "Comma-separated TFRecord outputs (written "
                     "round-robin).")
-cli.output_flags(output_file=cli.FILE_LIST)
+command.output_flags(output_file=command.FILE_LIST)
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary, used when --spm_model_file is "
                     "not given.")
 flags.DEFINE_string("spm_model_file", None, "SentencePiece model (e.g. 30k-clean.model).")
@@ -67,7 +68,7 @@ flags.DEFINE_bool("progress", True, "Print a progress line every few seconds.")
 def main(argv):
   if len(argv) > 1:
     raise AlbertError(f"unexpected arguments: {' '.join(argv[1:])}")
-  options = cli.instance_options()
+  options = pretraining_flags.instance_options()
   report = pretraining_data_creation.create_pretraining_data(
       input_file=FLAGS.input_file,
       output_file=FLAGS.output_file,
@@ -90,4 +91,4 @@ if __name__ == "__main__":
   with StopSignals("no output file was written (each appears only when complete) and the "
                    "workers and temporary files are gone; run the same command again to start "
                    "over"):
-    cli.run(main)
+    command.run(main)

@@ -16,7 +16,7 @@ import os  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 from absl import flags
 
-from albert_tf.cli import flags as cli  # pylint: disable=g-import-not-at-top
+from albert_tf.cli import command  # pylint: disable=g-import-not-at-top
 from albert_tf.errors import AlbertError
 
 flags.DEFINE_string("albert_directory", None, "Directory holding albert_config.json and the "
@@ -28,7 +28,7 @@ flags.DEFINE_string("export_path", None, "Path (prefix) of the exported checkpoi
 flags.DEFINE_string("albert_config_file", None, "Extra: the config (default "
                     "<albert_directory>/albert_config.json).")
 
-cli.output_flags(export_path=cli.PREFIX)
+command.output_flags(export_path=command.PREFIX)
 
 FLAGS = flags.FLAGS
 
@@ -50,4 +50,4 @@ def main(_):
 
 if __name__ == "__main__":
   flags.mark_flag_as_required("albert_directory")
-  cli.run(main)
+  command.run(main)

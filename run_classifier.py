@@ -17,7 +17,8 @@ console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
+from albert_tf.cli import finetuning_flags
 
 flags.DEFINE_string("data_dir", None, "The GLUE data dir (CoLA/, MNLI/, MRPC/, ...); own data: "
                     "the dir of train|dev|test.tsv|csv|jsonl.")
@@ -31,23 +32,21 @@ flags.DEFINE_integer("keep_checkpoint_max", 5, "Official flag (the official run 
 flags.DEFINE_float("threshold_to_export", float("nan"), "The threshold value that should be "
                    "used with the exported classifier: when set, every signature of the export "
                    "also returns it as `threshold` (official flag).")
-cli.define_model_flags()
-cli.define_job_flags(max_seq_length=512, learning_rate=5e-5, save_checkpoints_steps=1000)
-cli.define_step_flags(train_step=1000, warmup_step=0)
-cli.define_export_flags()
-cli.define_custom_task_flags()
-cli.define_runtime_flags()
-cli.output_flags(cached_dir=cli.DIRECTORY)
+finetuning_flags.define_flags(max_seq_length=512, learning_rate=5e-5, save_checkpoints_steps=1000,
+                              do_eval=False, train_step=1000, warmup_step=0,
+                              custom_task_flags=True)
+command.output_flags(cached_dir=command.DIRECTORY)
 
 
 def main(_):
-  task_config, run_config = cli.classifier_configs()  # (bad flags: an error before TensorFlow)
+  # (bad flags: an error before TensorFlow)
+  task_config, run_config, runtime_config = finetuning_flags.classifier_configs()
   from albert_tf.tasks.glue import ClassificationTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  cli.print_results(runner.run(ClassificationTask(task_config), run_config,
-                               cli.runtime_config()))
+  finetuning_flags.print_results(runner.run(ClassificationTask(task_config), run_config,
+                                            runtime_config))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "task_name", "output_dir"])
-  cli.run(main)
+  command.run(main)

@@ -1,7 +1,7 @@
 """Pretrains ALBERT (masked LM + sentence-order prediction) on official pretraining TFRecords.
 
 The flags are the official run_pretraining.py's; the shared extras (--strategy, --precision,
---jit_compile, --gradient_accumulation_steps, ...) come from albert_tf/cli/flags.py.
+--jit_compile, --gradient_accumulation_steps, ...) come from albert_tf/cli/training_flags.py.
 A run killed and started again with the same command resumes from its last checkpoint.
 """
 
@@ -10,7 +10,8 @@ console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
+from albert_tf.cli import pretraining_flags
 
 FLAGS = flags.FLAGS
 
@@ -41,20 +42,19 @@ flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to 
                    "read (online masking). Default 0, for offline masking.")
 # Extra (not official).
 flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
-cli.define_model_flags(vocabulary=False, hub_module=False)
-cli.define_runtime_flags()
-cli.output_flags(output_dir=cli.DIRECTORY)
+pretraining_flags.define_flags()
+command.output_flags(output_dir=command.DIRECTORY)
 
 
 def main(argv):
   del argv
   from albert_tf.tasks.pretraining import PretrainingTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  task_config, run_config = cli.pretraining_configs()
-  summary = runner.run(PretrainingTask(task_config), run_config, cli.runtime_config())
+  task_config, run_config, runtime_config = pretraining_flags.pretraining_configs()
+  summary = runner.run(PretrainingTask(task_config), run_config, runtime_config)
   if summary.get("eval"):
     print(f"eval results written to {FLAGS.output_dir}/eval_results.txt")
 
 
 if __name__ == "__main__":
-  cli.run(main)
+  command.run(main)

@@ -10,7 +10,8 @@ console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
+from albert_tf.cli import finetuning_flags
 
 flags.DEFINE_string("data_dir", None, "Directory holding RACE/{train,dev,test}/{middle,high}.")
 flags.DEFINE_string("task_name", "race", "The name of the task to train.")
@@ -23,26 +24,21 @@ flags.DEFINE_bool("high_only", False, "Whether to only run the model on the high
 flags.DEFINE_bool("middle_only", False, "Whether to only run the model on the middle school set.")
 flags.DEFINE_string("cached_dir", None, "Extra: where features are cached when --train_file "
                     "etc. are not given (default --output_dir).")
-cli.define_model_flags()
-cli.define_job_flags(max_seq_length=512, do_train=True, learning_rate=1e-5,
-                     save_checkpoints_steps=100)
-FLAGS = flags.FLAGS
-FLAGS.set_default("do_eval", True)  # official run_race: train and evaluate by default
-cli.define_step_flags(train_step=12000, warmup_step=1000)
-cli.define_export_flags()
-cli.define_runtime_flags()
-cli.output_flags(cached_dir=cli.DIRECTORY)
-cli.output_flags(train_file=cli.FILE, eval_file=cli.FILE, predict_file=cli.FILE,
-                 written_if_missing=True)  # preprocessed features: read when they exist
+# Official run_race: train and evaluate by default.
+finetuning_flags.define_flags(max_seq_length=512, learning_rate=1e-5, save_checkpoints_steps=100,
+                              do_train=True, do_eval=True, train_step=12000, warmup_step=1000)
+command.output_flags(cached_dir=command.DIRECTORY)
+command.output_flags(train_file=command.FILE, eval_file=command.FILE, predict_file=command.FILE,
+                     written_if_missing=True)  # preprocessed features: read when they exist
 
 
 def main(_):
   from albert_tf.tasks.race import RaceTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  task_config, run_config = cli.race_configs()
-  cli.print_results(runner.run(RaceTask(task_config), run_config, cli.runtime_config()))
+  task_config, run_config, runtime_config = finetuning_flags.race_configs()
+  finetuning_flags.print_results(runner.run(RaceTask(task_config), run_config, runtime_config))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data_dir", "output_dir"])
-  cli.run(main)
+  command.run(main)

@@ -22,7 +22,8 @@ console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
+from albert_tf.cli import finetuning_flags
 
 # Official flags (run_squad_v1.py / run_squad_v2.py), official defaults.
 flags.DEFINE_string("train_file", None, "SQuAD json for training, e.g. train-v1.1.json.")
@@ -49,13 +50,9 @@ flags.DEFINE_bool("version_2_with_negative", None, "SQuAD v2.0 (unanswerable que
                   "--train_file (else --predict_file) is a v2.0 file.")
 flags.DEFINE_float("null_score_diff_threshold", None, "v2: predict \"\" when the null odds reach "
                    "this; default (official): the best-F1 threshold on --predict_file.")
-cli.define_model_flags()
-cli.define_job_flags(max_seq_length=384, learning_rate=5e-5, save_checkpoints_steps=1000,
-                     evaluation=False)
-cli.define_export_flags()
-cli.define_runtime_flags()
-cli.output_flags(train_feature_file=cli.FILE, predict_feature_file=cli.FILE,
-                 predict_feature_left_file=cli.FILE, written_if_missing=True)  # caches
+finetuning_flags.define_flags(max_seq_length=384, learning_rate=5e-5, save_checkpoints_steps=1000)
+command.output_flags(train_feature_file=command.FILE, predict_feature_file=command.FILE,
+                     predict_feature_left_file=command.FILE, written_if_missing=True)  # caches
 
 FLAGS = flags.FLAGS
 
@@ -63,10 +60,11 @@ FLAGS = flags.FLAGS
 def main(_):
   from albert_tf.tasks.squad import SquadTask  # pylint: disable=g-import-not-at-top
   from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
-  task = SquadTask(cli.squad_config())
+  task = SquadTask(finetuning_flags.squad_config())
   # --predict_file is read only when predicting (a --do_train or --export_dir run needs none).
-  run_config = cli.squad_run_config(FLAGS.do_predict and task.has_gold_answers)
-  cli.print_results(runner.run(task, run_config, cli.runtime_config()))
+  run_config, runtime_config = finetuning_flags.squad_run_configs(
+      FLAGS.do_predict and task.has_gold_answers)
+  finetuning_flags.print_results(runner.run(task, run_config, runtime_config))
 
 
 def run(version_2_with_negative=None):
@@ -75,7 +73,7 @@ def run(version_2_with_negative=None):
     FLAGS.set_default("version_2_with_negative", version_2_with_negative)
   # The official scripts require --spm_model_file too; ours says so in its own error.
   flags.mark_flags_as_required(["output_dir"])  # config: --albert_config_file or a hub module
-  cli.run(main)
+  command.run(main)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,9 @@ from typing import List, Optional
 import numpy as np
 
 from albert_tf.common import fileio, kinds, output_layout, task_labels
-from albert_tf.checkpoints import formats, hf, model_source, tf1
+from albert_tf.checkpoints import formats, model_source, tf1
+from albert_tf.checkpoints.hf.config import config_from_hf
+from albert_tf.checkpoints.hf.heads import hf_label_names
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -110,8 +112,9 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   Args:
     path: an official tarball directory, a TF1 or TF2 checkpoint (prefix or directory), an HF
       transformers directory or a TF-Hub module directory.
-    model_type: one of albert_tf.common.kinds.KINDS, when the weights cannot tell (a one-row
-      head).
+    model_type: one of albert_tf.common.kinds.KINDS: the model wanted (the weights must hold
+      all of it: `model_type="classifier"` on a pretraining checkpoint fails naming the missing
+      head), or the kind the weights cannot tell (a one-row head); None: the weights' kind.
     task_name: a GLUE task name: its label list names the classes.
     label_list: the class names (wins over task_name and an HF id2label).
     albert_config_file, spm_model_file: when they are not beside the checkpoint.
@@ -126,24 +129,13 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
     raise AlbertError(f"model_type={model_type!r}: expected one of {', '.join(kinds.KINDS)}")
   if task_name and label_list is None:
     label_list = _task_labels(task_name)
-  return _load_pretrained(path, None, model_type, label_list, albert_config_file,
-                          spm_model_file, do_lower_case)
-
-
-def _load_pretrained(path, allowed_types, model_type, label_list, albert_config_file,
-                     spm_model_file, do_lower_case):
-  """from_pretrained; `allowed_types` (a model class's kinds) overrides a detected kind outside
-  them, so that the strict load names the head the weights lack."""
   found = _locate(path, albert_config_file, spm_model_file, do_lower_case)
   labels = label_list or found.label_list
   if found.model_type == "pretrainer":  # a TF-Hub module: an encoder with pretraining heads
     kind, rows = model_type or "pretrainer", None
   else:
     kind, rows = model_source.checkpoint_model_type(
-        found.checkpoint, model_type or found.model_type or
-        ("classifier" if labels and not allowed_types else None))
-  if allowed_types and kind not in allowed_types:
-    kind = allowed_types[0]
+        found.checkpoint, model_type or found.model_type or ("classifier" if labels else None))
   if kind == "classifier" and not labels:
     if rows is None:
       raise AlbertError("a classifier needs its class names: pass task_name= or label_list=")
@@ -191,9 +183,9 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
                     source.do_lower_case if do_lower_case is None else do_lower_case,
                     model_type="pretrainer")
   if found == formats.HF:
-    return _Located(hf.config_from_hf(path), path, _beside(path, _HF_SPM_FILE, spm_model_file),
+    return _Located(config_from_hf(path), path, _beside(path, _HF_SPM_FILE, spm_model_file),
                     _hf_lower_case(path, lower) if do_lower_case is None else lower,
-                    label_list=hf.hf_label_names(path))
+                    label_list=hf_label_names(path))
   directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
   checkpoint = path
   if os.path.isdir(path):
@@ -247,15 +239,3 @@ def _classifier_features(tokenizer, texts_a, texts_b, max_seq_length):
   return {name: np.array([row[name] for row in rows], np.int32).reshape(-1, max_seq_length)
           for name in ("input_ids", "input_mask", "segment_ids")}
 
-
-def model_from_pretrained(model_class, path, model_type=None, task_name=None, label_list=None,
-                          albert_config_file=None, spm_model_file=None, do_lower_case=None):
-  """`<ModelClass>.from_pretrained(path)`: the model at `path`, which must be of that class."""
-  allowed = model_class.KINDS  # the kinds the class declares (albert_tf/common/kinds.py)
-  if model_type is not None and model_type not in allowed:
-    raise AlbertError(f"model_type={model_type!r} is not an {model_class.__name__} (expected "
-                      f"one of {', '.join(allowed)})")
-  if task_name and label_list is None:
-    label_list = _task_labels(task_name)
-  return _load_pretrained(os.fspath(path), allowed, model_type, label_list, albert_config_file,
-                          spm_model_file, do_lower_case).model

@@ -129,11 +129,11 @@ def main(argv):
   prefix = os.path.join(work, "spm", "30k-clean")
   spm = prefix + ".model"
   if not FLAGS.reuse_data:
-    _run(["-m", "albert_tf.tools.build_corpus", f"--output_file={corpus}",
+    _run(["-m", "albert_tf.cli.build_corpus", f"--output_file={corpus}",
           f"--max_mb={FLAGS.corpus_mb}"], os.path.join(logs, "corpus.log"))
     n_train, n_eval = _split_corpus(corpus, train_text, eval_text, FLAGS.eval_share)
     print(f"  {n_train} training documents, {n_eval} held out", flush=True)
-    _run(["-m", "albert_tf.tools.train_spm", f"--input_file={train_text}",
+    _run(["-m", "albert_tf.cli.train_spm", f"--input_file={train_text}",
           f"--model_prefix={prefix}", f"--vocab_size={FLAGS.vocab_size}"],
          os.path.join(logs, "spm.log"))
   config = os.path.join(work, "albert_config.json")

@@ -122,19 +122,27 @@ def build_model_garden_step(config, features, labels, jit_compile=None):
   return step, inputs, encoder
 
 
-def export_model_garden_encoder(work_dir):
-  """The model garden's AlbertEncoder (ALBERT-base, random weights) as a SavedModel with a
-  token-id `serving_default` (encoder + pooler, no head). Returns its directory."""
+def export_model_garden_encoder(work_dir, config=None, name="garden", checkpoint=None):
+  """The model garden's AlbertEncoder (`config`, a dict like ALBERT_BASE, default ALBERT-base;
+  random weights, or those of `checkpoint`: the garden's own TF1 converter's output,
+  tf2_albert_encoder_checkpoint_converter, object name "encoder") as a SavedModel with a
+  token-id `serving_default` (encoder + pooler, no head) at <work_dir>/<name>. Returns its
+  directory."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
-  c = ALBERT_BASE
+  c = config or ALBERT_BASE
   encoder = networks.AlbertEncoder(
       vocab_size=c["vocab_size"], embedding_width=c["embedding_size"],
       hidden_size=c["hidden_size"], num_layers=c["num_hidden_layers"],
       num_attention_heads=c["num_attention_heads"],
       max_sequence_length=c["max_position_embeddings"],
       type_vocab_size=c["type_vocab_size"], intermediate_size=c["intermediate_size"],
-      dropout_rate=0.0, attention_dropout_rate=0.0, dict_outputs=True)
+      dropout_rate=0.0, attention_dropout_rate=0.0, dict_outputs=True,
+      **({"activation": _garden_activation(c)} if checkpoint else {}))
+  if checkpoint:
+    ones = tf.ones([1, 8], tf.int32)
+    encoder(dict(input_word_ids=ones, input_mask=ones, input_type_ids=ones))
+    tf.train.Checkpoint(encoder=encoder).read(checkpoint).assert_existing_objects_matched()
   spec = tf.TensorSpec([None, None], tf.int32)
 
   class Serving(tf.Module):
@@ -150,9 +158,15 @@ def export_model_garden_encoder(work_dir):
               "pooled_output": outputs["pooled_output"]}
 
   module = Serving()
-  path = os.path.join(work_dir, "garden")
+  path = os.path.join(work_dir, name)
   tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
   return path
+
+
+def _garden_activation(config):
+  """The activation the garden's converter builds its AlbertEncoder with (the official gelu)."""
+  from official.modeling import tf_utils  # pylint: disable=g-import-not-at-top
+  return tf_utils.get_activation(config.get("hidden_act", "gelu"))
 
 
 # --------------------------------------------------------------------------- timing
@@ -207,8 +221,8 @@ def cpu_model():
 def spm_model(work_dir):
   """A small SentencePiece model trained on the docstring corpus (the vocabulary size does not
   change the encoder's cost; its ids fit any ALBERT vocabulary of 4000 pieces or more)."""
-  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
-  from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
+  from albert_tf.tools.docstring_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.sentencepiece_training import train_sentencepiece  # pylint: disable=g-import-not-at-top
   corpus = os.path.join(work_dir, "corpus.txt")
   build_docstring_corpus(corpus, max_bytes=2_000_000)
   return train_sentencepiece([corpus], os.path.join(work_dir, "spm"), vocab_size=4000)

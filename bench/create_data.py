@@ -65,7 +65,7 @@ def _load():
 
 def make_corpus(work_dir, corpus_mb):
   """Docstring documents, repeated in a new order each pass, up to corpus_mb MB. Cached."""
-  from albert_tf.tools.build_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
+  from albert_tf.tools.docstring_corpus import build_docstring_corpus  # pylint: disable=g-import-not-at-top
   base = os.path.join(work_dir, "docstrings.txt")
   if not os.path.exists(base):
     build_docstring_corpus(base, max_bytes=20_000_000)
@@ -92,7 +92,7 @@ def make_corpus(work_dir, corpus_mb):
 
 
 def make_model(work_dir, base_corpus, vocab_size):
-  from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.sentencepiece_training import train_sentencepiece  # pylint: disable=g-import-not-at-top
   prefix = os.path.join(work_dir, f"spm_{vocab_size}")
   if not os.path.exists(prefix + ".model"):
     train_sentencepiece([base_corpus], prefix, vocab_size=vocab_size,

@@ -9,8 +9,10 @@ Layers, lowest first (a module may import its own layer and the layers below it)
   - no import, at module level or inside a function, from a lower layer to a higher one, except
     the commented allow-list below, which may only shrink (a fixed entry fails until removed);
   - no import circle among module-level imports;
-  - code under `if __name__ == "__main__":` (a `python -m` entry point) imports only
-    albert_tf.common.console and albert_tf.cli, and only in the modules named as entry-point shims;
+  - each command has one door, `python -m albert_tf.cli.<command>`: code under
+    `if __name__ == "__main__":` exists only in albert_tf/cli/ modules, imports only
+    albert_tf.common.console and albert_tf.cli, and the first such block quiets TensorFlow
+    (console.quiet_startup()) before any module-level import (no exemption);
   - every import inside a function (of albert_tf or any other package) says why it is there with
     a `# lazy: <why>` comment on its line(s): imports belong at module level unless TensorFlow
     (or an optional or private module) must stay unloaded until the function runs.
@@ -29,14 +31,12 @@ PACKAGE = os.path.join(REPO, "albert_tf")
 
 # (layer, module prefixes), lowest first; the longest matching prefix places a module.
 LAYERS = (
-    ("leaf", ("albert_tf.errors", "albert_tf.common", "albert_tf.lazy_imports",
-              "albert_tf.model_loader",
-              "albert_tf.metrics")),
+    ("leaf", ("albert_tf.errors", "albert_tf.common", "albert_tf.metrics")),
     ("config/text/layers", ("albert_tf.config", "albert_tf.text", "albert_tf.tokenization",
                             "albert_tf.layers")),
     ("networks/heads", ("albert_tf.networks", "albert_tf.heads")),
     ("models", ("albert_tf.models",)),
-    ("checkpoints", ("albert_tf.checkpoints", "albert_tf.convert_checkpoint")),
+    ("checkpoints", ("albert_tf.checkpoints",)),
     # The package itself is the public facade: its names load lazily from up to this layer.
     ("pretrained", ("albert_tf", "albert_tf.pretrained")),
     ("data/tasks/export", ("albert_tf.data", "albert_tf.tasks", "albert_tf.export")),
@@ -46,16 +46,8 @@ LAYERS = (
 )
 
 # Upward imports that remain, as (importer, imported). Only ever remove entries.
-ALLOWED_UPWARD = set()  # (empty: a model's from_pretrained reaches the loader through the leaf
-# albert_tf/model_loader.py; the loader's task labels and text encoding live at or below it)
-
-# Modules whose `if __name__ == "__main__":` block is a `python -m` entry point handing over to
-# albert_tf/cli/ (the command's flags and main live there).
-ENTRY_POINT_SHIMS = {
-    "albert_tf.checkpoints.convert", "albert_tf.convert_checkpoint",
-    "albert_tf.tools.build_corpus", "albert_tf.tools.make_pair_task",
-    "albert_tf.tools.query_savedmodel", "albert_tf.tools.train_spm",
-}
+ALLOWED_UPWARD = set()  # (empty: loading weights is albert_tf.from_pretrained, above the models;
+# the tokenizer's from_hub_module reads albert_tf/text/hub_tokenization.py, in its own layer)
 
 
 def _module_name(path):
@@ -149,7 +141,7 @@ def upward_imports(graph):
   """[(importer, imported, where, line)] from a lower layer to a higher one."""
   return [(name, target, where, line) for name, found in graph.items()
           for target, where, line in found
-          if where != "main" and layer_of(target) > layer_of(name)]
+          if layer_of(target) > layer_of(name)]
 
 
 def circles(graph, kinds=("top",)):
@@ -230,15 +222,73 @@ def test_no_import_circle_among_module_level_imports():
   assert circles(import_graph()) == []
 
 
-def test_entry_points_only_hand_over_to_cli():
-  graph = import_graph()
-  main_imports = {name: [target for target, where, _ in found if where == "main"]
-                  for name, found in graph.items()}
-  assert sorted(name for name, targets in main_imports.items() if targets) == \
-      sorted(ENTRY_POINT_SHIMS)
-  for name, targets in main_imports.items():
-    for target in targets:
-      assert target == "albert_tf.common.console" or target.startswith("albert_tf.cli."), (name, target)
+def _calls_quiet_startup(node):
+  return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr == "quiet_startup" and isinstance(n.func.value, ast.Name)
+             and n.func.value.id == "console" for n in ast.walk(node))
+
+
+def main_block_problems(name, path):
+  """What breaks the one-door rule in one module: a `__main__` block outside albert_tf/cli/, an
+  import in one other than albert_tf.common.console / albert_tf.cli, or a command whose first
+  module-level statement after the docstring is not the block calling console.quiet_startup()
+  (every import after it, so that TensorFlow loads quietly)."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read(), path)
+  blocks = [node for node in ast.walk(tree) if _is_main_guard(node)]
+  if not blocks:
+    return []
+  if not name.startswith("albert_tf.cli."):
+    return [f"{name}:{blocks[0].lineno}: `if __name__ == \"__main__\":` outside albert_tf/cli/ "
+            f"(a command's one door is `python -m albert_tf.cli.<command>`)"]
+  problems = []
+  for block in blocks:
+    for node in ast.walk(block):
+      if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        targets = [f"{node.module}.{alias.name}" for alias in node.names]
+      else:
+        continue
+      problems += [f"{name}:{node.lineno}: imports {target} under `__main__`" for target in targets
+                   if target != "albert_tf.common.console"
+                   and not target.startswith("albert_tf.cli.")]
+  body = tree.body
+  if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+    body = body[1:]  # the docstring
+  if not (body and _is_main_guard(body[0]) and _calls_quiet_startup(body[0])):
+    problems.append(f"{name}: a command must start with `if __name__ == \"__main__\":` calling "
+                    f"console.quiet_startup(), before any import")
+  return problems
+
+
+def test_commands_have_one_door_under_cli():
+  problems = [p for name, path in sorted(modules().items()) for p in main_block_problems(name, path)]
+  assert problems == []
+  # The commands are there (the rule is not vacuous).
+  commands = sorted(name for name, path in modules().items()
+                    if "__main__" in open(path, encoding="utf-8").read())
+  assert "albert_tf.cli.convert" in commands and "albert_tf.cli.train_spm" in commands, commands
+
+
+def test_the_one_door_rule_catches_a_shim_and_a_loud_command(tmp_path):
+  guard = ('if __name__ == "__main__":\n  from albert_tf.common import console\n'
+           '  console.quiet_startup()\n')
+  good = tmp_path / "good.py"
+  good.write_text('"""Doc."""\n\n' + guard + 'import os\n\nif __name__ == "__main__":\n'
+                  '  main()\n')
+  assert main_block_problems("albert_tf.cli.good", str(good)) == []
+  # An entry point outside albert_tf/cli/ (a shim, as albert_tf/tools/train_spm.py was).
+  assert main_block_problems("albert_tf.tools.good", str(good)) != []
+  # An import before the quiet guard (TensorFlow would log before it is quieted).
+  loud = tmp_path / "loud.py"
+  loud.write_text('"""Doc."""\nimport os\n' + guard)
+  assert main_block_problems("albert_tf.cli.loud", str(loud)) != []
+  # A main block importing a library module.
+  wide = tmp_path / "wide.py"
+  wide.write_text(guard + '  from albert_tf.tools import pair_task\n')
+  assert main_block_problems("albert_tf.cli.wide", str(wide)) == [
+      "albert_tf.cli.wide:4: imports albert_tf.tools.pair_task under `__main__`"]
 
 
 def test_every_import_inside_a_function_says_why():

@@ -1,18 +1,17 @@
 """Converts ALBERT checkpoints between official TF1 (name-based), ours (TF2 object-based) and
 Hugging Face transformers directories (`config.json` + `model.safetensors`).
 
-  python -m albert_tf.checkpoints.convert --albert_config_file=albert_base/albert_config.json \
+  python -m albert_tf.cli.convert --albert_config_file=albert_base/albert_config.json \
       --input_checkpoint=albert_base/model.ckpt-best --output_checkpoint=albert_base_tf2/ckpt
-  python -m albert_tf.checkpoints.convert --input_checkpoint=hf_albert_dir \
+  python -m albert_tf.cli.convert --input_checkpoint=hf_albert_dir \
       --output_checkpoint=albert_from_hf/model.ckpt
-  python -m albert_tf.checkpoints.convert --albert_config_file=albert_base/albert_config.json \
+  python -m albert_tf.cli.convert --albert_config_file=albert_base/albert_config.json \
       --input_checkpoint=albert_base/model.ckpt-best --output_checkpoint=hf_albert_dir \
       --output_format=hf
-  python -m albert_tf.checkpoints.convert --albert_config_file=albert_base/albert_config.json \
+  python -m albert_tf.cli.convert --albert_config_file=albert_base/albert_config.json \
       --input_checkpoint=mnli_out/model.ckpt-best --output_checkpoint=hf_albert_mnli \
       --output_format=hf --label_list=contradiction,entailment,neutral
 
-(`python -m albert_tf.convert_checkpoint`, the older path, runs the same command.)
 
 The input's format is detected. The output format is --output_format, by default the other of
 TF1 / TF2 for those inputs and TF1 (the official layout) for an HF directory; --direction (the
@@ -31,8 +30,8 @@ HF output's id2label (an HF input's own are kept). Our TF2 checkpoints are
 `tf.train.Checkpoint(model=...)` with the encoder at `model/encoder`, the layout every run_*
 script reads with --init_checkpoint; for HF output, --output_checkpoint is the directory.
 
-This module is the library (`convert`); the command's flags are albert_tf/cli/convert.py's, and
-`python -m albert_tf.checkpoints.convert` (that older path keeps these names too) runs it.
+This module is the library (`convert`); the command, `python -m albert_tf.cli.convert`, is
+albert_tf/cli/convert.py (its flags).
 """
 
 import os
@@ -41,7 +40,8 @@ from absl import logging
 
 from albert_tf.common import fileio
 from albert_tf.checkpoints import formats
-from albert_tf.checkpoints import hf
+from albert_tf.checkpoints.hf.heads import hf_label_names
+from albert_tf.checkpoints.hf.tensors import read_hf_tensors
 from albert_tf.checkpoints import model_source
 from albert_tf.checkpoints import official_names
 from albert_tf.config import AlbertConfig
@@ -94,7 +94,7 @@ def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):
     print(f"note: {output_format} checkpoints keep no class names; pass "
           f"--label_list={','.join(labels)} when converting back to hf")
   if model_type in model_source.SQUAD_TYPES and official_names.HF_POOLER + ".weight" not in (
-      hf.read_hf_tensors(input_path, shapes_only=True)):
+      read_hf_tensors(input_path, shapes_only=True)):
     print("note: HF AlbertForQuestionAnswering has no pooler: bert/pooler/dense is freshly "
           "initialised (SQuAD does not read it)")
 
@@ -169,7 +169,7 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
   source = formats.adapter_class(fmt)(input_path)
   # The input's own config (an HF config.json, a tarball's, or the one beside a checkpoint).
   config = AlbertConfig.from_json_file(config_file) if config_file else source.config()
-  own_labels = hf.hf_label_names(input_path) if fmt == "hf" else None  # id2label's names
+  own_labels = hf_label_names(input_path) if fmt == "hf" else None  # id2label's names
   model, model_type = read_model(config, fmt, input_path, model_type, label_list or own_labels)
   if model_type != "classifier":
     if label_list:

@@ -3,7 +3,7 @@
   TF1         an official name-based checkpoint (`bert/...`, `cls/...`; prefix or directory)
   TF2         one of ours, object-based (`tf.train.Checkpoint(model=...)`)
   HF          an HF transformers directory (`config.json` + `model.safetensors`,
-              `pytorch_model.bin` or `tf_model.h5`: hf_tensors.WEIGHT_FILES, first found)
+              `pytorch_model.bin` or `tf_model.h5`: hf/tensors.py WEIGHT_FILES, first found)
   HUB_MODULE  a TF-Hub module / SavedModel directory (the official TF1 modules, our exports)
   TARBALL     an official tarball directory, untarred (albert_base_v2.tar.gz, ...): read only
 
@@ -28,8 +28,11 @@ import typing
 import tensorflow as tf
 
 from albert_tf.common import kinds, output_layout
-from albert_tf.checkpoints import hf
-from albert_tf.checkpoints import hf_heads
+from albert_tf.checkpoints.hf import heads as hf_heads
+from albert_tf.checkpoints.hf.config import config_from_hf, read_hf_config_json
+from albert_tf.checkpoints.hf.load import load_hf_checkpoint
+from albert_tf.checkpoints.hf.save import save_hf_checkpoint
+from albert_tf.checkpoints.hf.tensors import is_hf_directory, read_hf_tensors
 from albert_tf.checkpoints import hub_module
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
@@ -104,7 +107,7 @@ def is_tarball_directory(path):
   checked by TarballFormat)."""
   return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
           and not os.path.exists(os.path.join(path, output_layout.CHECKPOINT_STATE))
-          and not hf.is_hf_directory(path) and not integrity.numbered_checkpoints(path))
+          and not is_hf_directory(path) and not integrity.numbered_checkpoints(path))
 
 
 def directory_format(path, hub_modules=True):
@@ -114,7 +117,7 @@ def directory_format(path, hub_modules=True):
   path = os.fspath(path)
   if hub_modules and is_saved_model_directory(path):
     return HUB_MODULE
-  if hf.is_hf_directory(path):
+  if is_hf_directory(path):
     return HF
   return None
 
@@ -286,21 +289,21 @@ class HfFormat(CheckpointFormat):
   name = HF
 
   def config(self):
-    return hf.config_from_hf(self.path)
+    return config_from_hf(self.path)
 
   def spm_model_file(self):
     return _existing(os.path.join(self.path, HF_SPM_FILE))
 
   def check_weights(self):
-    hf.read_hf_tensors(self.path, shapes_only=True)  # (shapes only: the tensors are not read)
+    read_hf_tensors(self.path, shapes_only=True)  # (shapes only: the tensors are not read)
 
   def kind(self, model_type=None):
-    return hf.hf_model_type(self.path, model_type)
+    return hf_heads.hf_model_type(self.path, model_type)
 
   def held_kind(self):
-    hf_config = hf.read_hf_config_json(self.path)
+    hf_config = read_hf_config_json(self.path)
     arch = hf_heads.architecture(hf_config)
-    head = hf.read_hf_tensors(self.path, shapes_only=True).get(
+    head = read_hf_tensors(self.path, shapes_only=True).get(
         official_names.HF_CLASSIFIER + ".weight")
     rows = head[0] if head else None
     if arch is None and rows == 1:  # (the tensor names cannot tell the two apart)
@@ -312,17 +315,17 @@ class HfFormat(CheckpointFormat):
 
   def label_names(self):
     """The class names of its id2label (None when generic or absent)."""
-    return hf.hf_label_names(self.path)
+    return hf_heads.hf_label_names(self.path)
 
   def load_into(self, model, label_list=None):
-    report = hf.load_hf_checkpoint(model, self.path, label_list=label_list,
-                                   require_head=kinds.kind_of(model) not in _HEADLESS)
+    report = load_hf_checkpoint(model, self.path, label_list=label_list,
+                                require_head=kinds.kind_of(model) not in _HEADLESS)
     _refuse_missing(report, self.path)
     return report
 
   @staticmethod
   def save(model, path, label_list=None):
-    hf.save_hf_checkpoint(model, path, label_list=label_list)
+    save_hf_checkpoint(model, path, label_list=label_list)
 
 
 class HubModuleFormat(CheckpointFormat):

@@ -2,7 +2,8 @@
 
 The official scripts' `--albert_hub_module_handle` takes a TF-Hub module and reads everything
 from it: the SentencePiece model and do_lower_case (official `FullTokenizer.from_hub_module`: the
-`tokenization_info` signature's `vocab_file` and `do_lower_case` outputs) and the encoder weights
+`tokenization_info` signature's `vocab_file` and `do_lower_case` outputs, read by
+albert_tf/text/hub_tokenization.py, which the tokenizer uses alone) and the encoder weights
 (`hub.Module(handle)` in `fine_tuning_utils.create_albert`). Two kinds of module are read here,
 from a local directory (or any path TensorFlow reads, e.g. gs://), never from the network:
 
@@ -18,30 +19,24 @@ from a local directory (or any path TensorFlow reads, e.g. gs://), never from th
 """
 
 import dataclasses
-import json
-import os
 import posixpath
 import re
 from typing import Dict, Optional
 
 import tensorflow as tf
-from tensorflow.core.protobuf import meta_graph_pb2
-from tensorflow.core.protobuf import saved_model_pb2
 
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
+from albert_tf.common.export_format import CONFIG_ASSET_NAME, VOCAB_ASSET_NAME
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError, parse_json_object
-from albert_tf.common.export_format import (CONFIG_ASSET_NAME, EXPORT_INFO, SPM_ASSET_NAME,
-                                     VOCAB_ASSET_NAME)
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.text import hub_tokenization
 
 TF1_HUB = "tf1_hub"
 ALBERT_TF = "albert_tf"
 
-_MODULE_DEF_FILE = "tfhub_module.pb"
 _OURS_KEY_RE = re.compile(r"^model_variables/(\d+)/\.ATTRIBUTES/VARIABLE_VALUE$")
-_ASSETS_KEY = "saved_model_assets"  # tf.compat.v1.saved_model.ASSETS_KEY
 
 
 @dataclasses.dataclass
@@ -69,14 +64,6 @@ class HubModule:
   variable_names: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 
 
-def is_remote_handle(handle):
-  """True for a handle that needs the network: a URL (other than gs://) or a tfhub.dev handle."""
-  handle = os.fspath(handle)
-  if "://" in handle:
-    return not handle.startswith("gs://")
-  return handle.startswith(("tfhub.dev/", "www.tfhub.dev/"))
-
-
 def read_hub_module(handle):
   """Reads an ALBERT TF-Hub module directory (official TF1 hub format or our export).
 
@@ -88,21 +75,7 @@ def read_hub_module(handle):
     AlbertError (one line, naming the path): a URL, not a directory, no saved_model.pb, no
       albert_config.json or SentencePiece asset, an unreadable config, not an ALBERT module.
   """
-  path = os.fspath(handle)
-  if is_remote_handle(path):
-    raise AlbertError(f"{path}: TF-Hub module URLs are not fetched (no network at run time); "
-                      f"download the module, extract it and pass its local directory")
-  path = path.rstrip("/") or path
-  if not tf.io.gfile.isdir(path):
-    if tf.io.gfile.exists(path):
-      raise AlbertError(f"{path}: not a directory (expected an extracted TF-Hub module "
-                        f"directory with saved_model.pb; extract a .tar.gz first)")
-    raise AlbertError(f"{path}: no such directory (expected a TF-Hub module directory)")
-  saved_model_file = posixpath.join(path, "saved_model.pb")
-  if not tf.io.gfile.exists(saved_model_file):
-    raise AlbertError(f"{path}: no saved_model.pb (expected a TF-Hub module / SavedModel "
-                      f"directory)")
-  saved_model = _read_saved_model(saved_model_file)
+  path, saved_model = hub_tokenization.read_module_directory(handle)
   config_file = posixpath.join(path, "assets", CONFIG_ASSET_NAME)
   if not tf.io.gfile.exists(config_file):
     raise AlbertError(f"{path}: no assets/{CONFIG_ASSET_NAME} (expected an ALBERT TF-Hub "
@@ -112,9 +85,9 @@ def read_hub_module(handle):
   shapes = _checkpoint_shapes(path, checkpoint_prefix)
   vocab = posixpath.join(path, "assets", VOCAB_ASSET_NAME)
   vocab_file = vocab if tf.io.gfile.exists(vocab) else None
-  if tf.io.gfile.exists(posixpath.join(path, _MODULE_DEF_FILE)):
+  if hub_tokenization.is_tf1_hub_module(path):
     variable_names = _tf1_variable_names(path, shapes)
-    spm_model_file, do_lower_case = _tf1_tokenization_info(path, saved_model)
+    spm_model_file, do_lower_case = hub_tokenization.tf1_tokenization_info(path, saved_model)
     return HubModule(path=path, format=TF1_HUB, config=config, spm_model_file=spm_model_file,
                      vocab_file=vocab_file, do_lower_case=do_lower_case,
                      checkpoint_prefix=checkpoint_prefix, variable_names=variable_names)
@@ -122,7 +95,7 @@ def read_hub_module(handle):
     raise AlbertError(f"{path}: not an ALBERT TF-Hub module (no tfhub_module.pb and no "
                       f"albert_tf encoder variables; expected the official export_to_tfhub.py "
                       f"or export_savedmodel.py output)")
-  spm_model_file, do_lower_case = _albert_tf_tokenization_info(path)
+  spm_model_file, do_lower_case = hub_tokenization.albert_tf_tokenization_info(path)
   return HubModule(path=path, format=ALBERT_TF, config=config, spm_model_file=spm_model_file,
                    vocab_file=vocab_file, do_lower_case=do_lower_case,
                    checkpoint_prefix=checkpoint_prefix)
@@ -186,17 +159,6 @@ def load_hub_module_weights(model, module):
 # ------------------------------------------------------------------------------- reading
 
 
-def _read_saved_model(saved_model_file):
-  proto = saved_model_pb2.SavedModel()
-  try:
-    proto.ParseFromString(tf.io.gfile.GFile(saved_model_file, "rb").read())
-  except Exception as e:  # pylint: disable=broad-except  (DecodeError and I/O errors)
-    raise AlbertError(f"{saved_model_file}: not a readable SavedModel proto ({e})") from None
-  if not proto.meta_graphs:
-    raise AlbertError(f"{saved_model_file}: the SavedModel holds no graph")
-  return proto
-
-
 def _read_config(config_file):
   try:
     text = tf.io.gfile.GFile(config_file, "r").read()
@@ -230,96 +192,6 @@ def _tf1_variable_names(path, shapes):
           and name[len(prefix):] != "global_step"}
 
 
-def _meta_graph_for_inference(path, saved_model):
-  """The module's graph for the empty tag set (what hub.Module uses by default)."""
-  for meta_graph in saved_model.meta_graphs:
-    if not meta_graph.meta_info_def.tags:
-      return meta_graph
-  for meta_graph in saved_model.meta_graphs:
-    if "tokenization_info" in meta_graph.signature_def:
-      return meta_graph
-  raise AlbertError(f"{path}: saved_model.pb has no graph with a tokenization_info signature "
-                    f"(expected the official export_to_tfhub.py module)")
-
-
-def _tf1_tokenization_info(path, saved_model):
-  """(spm asset path, do_lower_case) behind the `tokenization_info` signature's outputs."""
-  meta_graph = _meta_graph_for_inference(path, saved_model)
-  signature = meta_graph.signature_def.get("tokenization_info")
-  if signature is None or "vocab_file" not in signature.outputs or (
-      "do_lower_case" not in signature.outputs):
-    raise AlbertError(f"{path}: no tokenization_info signature with vocab_file and "
-                      f"do_lower_case outputs (expected the official export_to_tfhub.py module)")
-  nodes = {node.name: node for node in meta_graph.graph_def.node}
-  # Assets: AssetFileDef {filename, tensor_info.name} in the saved_model_assets collection.
-  asset_files = {}
-  if _ASSETS_KEY in meta_graph.collection_def:
-    for packed in meta_graph.collection_def[_ASSETS_KEY].any_list.value:
-      asset = meta_graph_pb2.AssetFileDef()
-      packed.Unpack(asset)
-      asset_files[_node_name(asset.tensor_info.name)] = asset.filename
-  vocab_node = _const_node(nodes, signature.outputs["vocab_file"].name)
-  filename = asset_files.get(vocab_node.name) if vocab_node is not None else None
-  if filename is None:
-    raise AlbertError(f"{path}: the tokenization_info vocab_file is not a module asset "
-                      f"(expected the SentencePiece model, 30k-clean.model, in assets/)")
-  spm_model_file = posixpath.join(path, "assets", filename)
-  if not tf.io.gfile.exists(spm_model_file):
-    raise AlbertError(f"{path}: no SentencePiece asset assets/{filename} (the module's "
-                      f"tokenization_info names it)")
-  lower_node = _const_node(nodes, signature.outputs["do_lower_case"].name)
-  if lower_node is None or not lower_node.attr["value"].tensor.bool_val:
-    raise AlbertError(f"{path}: the tokenization_info do_lower_case output is not a boolean "
-                      f"constant")
-  return spm_model_file, bool(lower_node.attr["value"].tensor.bool_val[0])
-
-
-def _node_name(tensor_name):
-  return tensor_name.split(":")[0].lstrip("^")
-
-
-def _const_node(nodes, tensor_name, max_hops=8):
-  """The Const node behind a tensor, following Identity-like ops; None if there is none."""
-  node = nodes.get(_node_name(tensor_name))
-  for _ in range(max_hops):
-    if node is None or node.op == "Const":
-      return node
-    if node.op not in ("Identity", "IdentityN", "StopGradient", "Snapshot") or not node.input:
-      return None
-    node = nodes.get(_node_name(node.input[0]))
-  return None
-
-
-def _albert_tf_tokenization_info(path):
-  """(spm asset path, do_lower_case) of our export: the asset, and what the export recorded."""
-  spm_model_file = posixpath.join(path, "assets", SPM_ASSET_NAME)
-  if not tf.io.gfile.exists(spm_model_file):
-    raise AlbertError(f"{path}: no SentencePiece asset assets/{SPM_ASSET_NAME} "
-                      f"(exported without --spm_model_file?)")
-  info = _export_info(path)
-  if isinstance(info.get("do_lower_case"), bool):
-    return spm_model_file, info["do_lower_case"]
-  try:  # The recorded identity is missing: ask the signature itself.
-    loaded = tf.saved_model.load(path)
-    outputs = loaded.signatures["tokenization_info"]()
-    return spm_model_file, bool(outputs["do_lower_case"].numpy())
-  except (KeyError, ValueError, tf.errors.OpError) as e:
-    raise AlbertError(f"{path}: cannot read do_lower_case (no {EXPORT_INFO} and no usable "
-                      f"tokenization_info signature: {str(e).splitlines()[0]})") from None
-
-
-def _export_info(path):
-  """Our export's assets.extra/albert_export.json as a dict ({} when absent or unreadable)."""
-  info_file = posixpath.join(path, EXPORT_INFO)
-  if not tf.io.gfile.exists(info_file):
-    return {}
-  try:
-    info = json.loads(tf.io.gfile.GFile(info_file, "r").read())
-  except (json.JSONDecodeError, OSError, tf.errors.OpError):
-    return {}
-  return info if isinstance(info, dict) else {}
-
-
 def _albert_tf_variable_names(module):
   """{official name: checkpoint key} for our export.
 
@@ -330,7 +202,7 @@ def _albert_tf_variable_names(module):
   """
   shapes = tf.train.load_checkpoint(module.checkpoint_prefix).get_variable_to_shape_map()
   stored = {int(m.group(1)): name for name in shapes for m in [_OURS_KEY_RE.match(name)] if m}
-  recorded = _export_info(module.path).get("tf1_variable_names")
+  recorded = hub_tokenization.export_info(module.path).get("tf1_variable_names")
   if isinstance(recorded, list) and len(recorded) == len(stored) and (
       sorted(stored) == list(range(len(stored)))):
     return {name: stored[i] for i, name in enumerate(recorded) if name}

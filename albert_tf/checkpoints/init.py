@@ -4,7 +4,7 @@ from absl import logging
 
 from albert_tf.common import kinds
 from albert_tf.checkpoints import formats
-from albert_tf.checkpoints import hf
+from albert_tf.checkpoints.hf.load import load_hf_checkpoint
 from albert_tf.checkpoints import hub_module
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints import tf2
@@ -22,7 +22,7 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
   `path`: an official TF1 checkpoint or one of ours (prefix or directory), an HF transformers
   directory, or a TF-Hub module directory (official TF1 format or export_savedmodel.py's).
   `label_list`: a classifier's labels in the task's order, for an HF directory's id2label
-  (`hf.load_hf_checkpoint`); an HF head of other classes is an error.
+  (`load_hf_checkpoint`); an HF head of other classes is an error.
   Returns:
     A LoadReport, or None for our TF2 checkpoints (which fail loudly when incomplete).
   Raises:
@@ -41,7 +41,7 @@ def init_from_checkpoint(model, path, init_from_group0=False, label_list=None):
   if is_module:
     report = hub_module.load_hub_module_weights(model, path)  # refuses a partial encoder itself
   elif is_hf:
-    report = hf.load_hf_checkpoint(model, path, label_list=label_list)
+    report = load_hf_checkpoint(model, path, label_list=label_list)
   else:
     report = tf1.load_tf1_checkpoint(model, path, init_from_group0=init_from_group0)
   missing_encoder = [n for n in report.missing if n.startswith(official_names.ENCODER_SCOPE)]
@@ -90,7 +90,7 @@ def restore_model_weights(model, path, label_list=None):
     model: the task model, built.
     path: the checkpoint prefix or directory, or the HF directory.
     label_list: a classifier's labels in the task's order: an HF directory's id2label names put
-      its head's rows in that order (`hf.head_row_order`). TF1 / TF2 checkpoints carry no names.
+      its head's rows in that order (albert_tf/checkpoints/hf/heads.py). TF1 / TF2 checkpoints carry no names.
   Returns:
     the checkpoint's global step (None when it records none, as an HF directory).
   Raises:
@@ -100,7 +100,7 @@ def restore_model_weights(model, path, label_list=None):
   source = formats.detect(path, hub_modules=False)
   if source.name == formats.HF:  # (its architecture and id2label name its head: hf_heads)
     _refuse_unnamed(model, path, "an HF directory")
-    report = hf.load_hf_checkpoint(model, path, label_list=label_list, require_head=True)
+    report = load_hf_checkpoint(model, path, label_list=label_list, require_head=True)
     _refuse_incomplete(report, path)
     logging.info("%s", report)
     return None

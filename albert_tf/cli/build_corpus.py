@@ -1,10 +1,14 @@
-"""The command line of `python -m albert_tf.tools.build_corpus`: its flags (defined only when it
-runs) and their conversion into one call of
+"""`python -m albert_tf.cli.build_corpus`, the docstring corpus command: its flags (defined only
+when it runs) and their conversion into one call of
 albert_tf.tools.docstring_corpus.build_docstring_corpus."""
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli.flags import FILE, output_flags, require_flags, run_command
+from albert_tf.cli.command import FILE, output_flags, require_flags, run_command
 from albert_tf.tools.docstring_corpus import build_docstring_corpus
 
 FLAGS = flags.FLAGS
@@ -27,3 +31,7 @@ def _build_corpus(argv):
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
   run_command(define_flags, _build_corpus, stop_on_signals=True)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,5 +1,9 @@
-"""The checkpoint converter's command line: `python -m albert_tf.checkpoints.convert` (and the
-older `python -m albert_tf.convert_checkpoint`). Flags -> one `convert()` call."""
+"""`python -m albert_tf.cli.convert`, the checkpoint converter's command: its flags (defined only
+when it runs) -> one albert_tf.checkpoints.conversion.convert call."""
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 import os
 
@@ -8,7 +12,7 @@ from absl import flags
 from albert_tf.common import fileio
 from albert_tf.checkpoints.conversion import FORMATS, convert
 from albert_tf.checkpoints.model_source import MODEL_TYPES
-from albert_tf.cli.flags import DIRECTORY, PREFIX, output_flags, require_flags, run_command
+from albert_tf.cli.command import DIRECTORY, PREFIX, output_flags, require_flags, run_command
 
 
 def define_flags():
@@ -29,7 +33,7 @@ def define_flags():
   output_flags(output_checkpoint=lambda f: DIRECTORY if f.output_format == "hf" else PREFIX)
 
 
-def main(argv):
+def _convert(argv):
   del argv
   f = flags.FLAGS
   require_flags(("input_checkpoint", "output_checkpoint"), f)
@@ -39,6 +43,10 @@ def main(argv):
           f.output_format, model_type=f.model_type, label_list=f.label_list)
 
 
-def run():
-  """Defines the flags, parses the command line and converts."""
-  run_command(define_flags, main, stop_on_signals=True)
+def main():
+  """Defines the flags, parses the command line and converts (exit 2 on bad input)."""
+  run_command(define_flags, _convert, stop_on_signals=True)
+
+
+if __name__ == "__main__":
+  main()

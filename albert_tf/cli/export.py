@@ -11,7 +11,7 @@ import os
 
 from absl import flags
 
-from albert_tf.cli.flags import DIRECTORY, output_flags, run_command
+from albert_tf.cli.command import DIRECTORY, output_flags, run_command
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME

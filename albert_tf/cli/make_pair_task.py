@@ -1,9 +1,13 @@
-"""The command line of `python -m albert_tf.tools.make_pair_task`: its flags (defined only when
-it runs) and their conversion into one call of albert_tf.tools.pair_task.write_mrpc_task."""
+"""`python -m albert_tf.cli.make_pair_task`, the sentence-pair task command: its flags (defined
+only when it runs) and their conversion into one call of albert_tf.tools.pair_task.write_mrpc_task."""
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli.flags import DIRECTORY, output_flags, require_flags, run_command
+from albert_tf.cli.command import DIRECTORY, output_flags, require_flags, run_command
 from albert_tf.tools.pair_task import PAIR_KINDS, write_mrpc_task
 
 FLAGS = flags.FLAGS
@@ -39,3 +43,7 @@ def _make_pair_task(argv):
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
   run_command(define_flags, _make_pair_task, stop_on_signals=True)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,9 +1,13 @@
-"""The command line of `python -m albert_tf.tools.query_savedmodel`: its flags (defined only when
-it runs) and their conversion into one call of albert_tf.tools.savedmodel_query.query."""
+"""`python -m albert_tf.cli.query_savedmodel`, the SavedModel client command: its flags (defined
+only when it runs) and their conversion into one call of albert_tf.tools.savedmodel_query.query."""
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli.flags import require_flags, run_command
+from albert_tf.cli.command import require_flags, run_command
 from albert_tf.errors import AlbertError
 from albert_tf.tools import savedmodel_query
 
@@ -58,3 +62,7 @@ def _query_savedmodel(argv):
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
   run_command(define_flags, _query_savedmodel)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,10 +1,15 @@
-"""The command line of `python -m albert_tf.tools.train_spm`: its flags (defined only when it
-runs) and their conversion into one call of albert_tf.text.train_sentencepiece."""
+"""`python -m albert_tf.cli.train_spm`, the SentencePiece command: its flags (defined only when
+it runs) and their conversion into one call of
+albert_tf.text.sentencepiece_training.train_sentencepiece."""
+
+if __name__ == "__main__":  # run as a command: quiet TensorFlow before anything imports it
+  from albert_tf.common import console  # pylint: disable=g-import-not-at-top
+  console.quiet_startup()
 
 from absl import flags
 
-from albert_tf.cli.flags import PREFIX, output_flags, require_flags, run_command
-from albert_tf.text import train_sentencepiece
+from albert_tf.cli.command import PREFIX, output_flags, require_flags, run_command
+from albert_tf.text.sentencepiece_training import train_sentencepiece
 
 FLAGS = flags.FLAGS
 
@@ -27,3 +32,7 @@ def _train_spm(argv):
 def main():
   """Defines the flags, parses the command line and runs (exit 2 on bad input)."""
   run_command(define_flags, _train_spm, stop_on_signals=True)
+
+
+if __name__ == "__main__":
+  main()

@@ -2,6 +2,7 @@
 
   console.py        what a script prints: TensorFlow's log noise filtered, our lines plain
   fileio.py         local and gs:// files: atomic writes, JSON, globs
+  file_patterns.py  a flag's comma-separated globs (--input_file) -> files, one rule
   kinds.py          the model kinds (encoder, pretrainer, classifier, ...), named once
   output_layout.py  the files of a run's output directory, named once
   export_format.py  the files of a SavedModel export, named once

@@ -8,6 +8,7 @@ for non-local paths, so TensorFlow-free tools can use this module.
 """
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -28,6 +29,14 @@ def _gfile():
 def exists(path):
   """True if the file or directory exists (local or tf.io.gfile path)."""
   return os.path.exists(path) if is_local(path) else _gfile().exists(path)
+
+
+def glob_paths(pattern):
+  """The paths a glob pattern matches, sorted: a local pattern by Python's glob (`~` expanded),
+  any other (gs://...) by tf.io.gfile.glob."""
+  if is_local(pattern):
+    return sorted(glob.glob(os.path.expanduser(pattern)))
+  return sorted(_gfile().glob(pattern))
 
 
 def makedirs(path):

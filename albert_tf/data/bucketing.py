@@ -80,7 +80,7 @@ def parse_bucket_boundaries(value, max_seq_length, on_tpu=False):
 def example_lengths(input_mask):
   """Real tokens per example: input_mask [batch, seq] or [batch, choices, seq] -> [batch]
   (multiple choice: the longest choice)."""
-  import tensorflow as tf  # lazy: cli/flags.py parses boundaries first
+  import tensorflow as tf  # lazy: cli/finetuning_flags.py parses boundaries first
   lengths = tf.reduce_sum(tf.cast(input_mask, tf.int32), axis=-1)
   while lengths.shape.rank > 1:
     lengths = tf.reduce_max(lengths, axis=-1)
@@ -89,7 +89,7 @@ def example_lengths(input_mask):
 
 def bucket_length(input_mask, boundaries):
   """The smallest boundary that holds the batch's longest example (a scalar int32)."""
-  import tensorflow as tf  # lazy: cli/flags.py parses boundaries first
+  import tensorflow as tf  # lazy: cli/finetuning_flags.py parses boundaries first
   longest = tf.reduce_max(example_lengths(input_mask))
   boundaries = tf.constant(boundaries, tf.int32)
   index = tf.reduce_sum(tf.cast(boundaries < longest, tf.int32))
@@ -119,7 +119,7 @@ def group_by_length(dataset, batch_size, seed=None, window_batches=WINDOW_BATCHE
   batches again and shuffles those. Returns a dataset of batches of `batch_size` (untrimmed:
   `trim_element` follows).
   """
-  import tensorflow as tf  # lazy: cli/flags.py parses boundaries first
+  import tensorflow as tf  # lazy: cli/finetuning_flags.py parses boundaries first
 
   def sort_window(*element):
     features = element[0]
@@ -142,7 +142,7 @@ def sort_windows_by_length(dataset, batch_size):
   length within each window (untrimmed: `trim_element` follows). The features must say which
   example each row is (`example_index`, or SQuAD's `unique_ids`) for the outputs to be put
   back in order."""
-  import tensorflow as tf  # lazy: cli/flags.py parses boundaries first
+  import tensorflow as tf  # lazy: cli/finetuning_flags.py parses boundaries first
 
   def sort_window(*element):
     order = tf.argsort(example_lengths(element[0]["input_mask"]), stable=True)

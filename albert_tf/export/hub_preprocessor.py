@@ -17,7 +17,7 @@ Pairs with the encoder export (albert_tf/export/hub_encoder.py) the way tfhub.de
       (tokens)], flattened per row); seq_length: int32 scalar
       -> the three int32 [batch, seq_length] tensors: [CLS] A [SEP] (B [SEP])
 
-Tokenization is our in-graph SentencePiece tokenizer (`albert_tf.text.InGraphTokenizer`: the
+Tokenization is our in-graph SentencePiece tokenizer (albert_tf/text/in_graph_tokenizer.py: the
 Python `FullTokenizer`'s normalisation, lower-casing and digit-comma split, so the ids equal the
 Python tokenizer's). Packing follows the official ALBERT classifier rules
 (`albert_tf.text.packing`): a single segment keeps its first seq_length - 2 tokens; a pair is cut

@@ -114,8 +114,9 @@ class _ServingBase(tf.Module):
 class ClassifierServing(_ServingBase):
   """Serving signatures for an AlbertClassifier.
 
-  text_tokenizer: None (no raw-text signature) or an `albert_tf.text.InGraphTokenizer` built
-    with the same max_seq_length (preprocessing, SentencePiece and official packing).
+  text_tokenizer: None (no raw-text signature) or an InGraphTokenizer
+    (albert_tf/text/in_graph_tokenizer.py) built with the same max_seq_length (preprocessing,
+    SentencePiece and official packing).
   """
 
   def __init__(self, model, label_names, max_seq_length, text_tokenizer=None, text_pair=True,

@@ -1,13 +1,13 @@
 """AlbertModel: what every ALBERT model with a task head shares.
 
 The config (an AlbertConfig, or its dict from get_config), the encoder at `.encoder`, the
-Keras config round trip, the kinds the class builds (albert_tf/common/kinds.py) and
-`from_pretrained(path)`.
+Keras config round trip and the kinds the class builds (albert_tf/common/kinds.py). Loading
+weights of any form is `albert_tf.from_pretrained(path, model_type=...)` (albert_tf/pretrained.py,
+above the models).
 """
 
 import tf_keras
 
-from albert_tf import model_loader
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.encoder import AlbertEncoder
 
@@ -49,11 +49,3 @@ class AlbertModel(tf_keras.Model):
   def from_config(cls, config, custom_objects=None):
     config = dict(config)
     return cls(AlbertConfig.from_dict(config.pop("config")), **config)
-
-  @classmethod
-  def from_pretrained(cls, path, **kwargs):
-    """The model stored at `path`, in any form `albert_tf.from_pretrained` reads; it must be
-    of this class (see albert_tf.pretrained.model_from_pretrained for the arguments)."""
-    # Public convenience on the class; loading belongs to the top-level loader above the models,
-    # which the package registers in the leaf albert_tf/model_loader.py (no upward import).
-    return model_loader.load_model(cls, path, **kwargs)

@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from albert_tf.common import fileio
-from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.checkpoints.init import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import classifier_features
 from albert_tf.errors import AlbertError

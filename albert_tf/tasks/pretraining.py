@@ -7,7 +7,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import checkpoints
+from albert_tf.checkpoints.init import init_from_checkpoint
+from albert_tf.common import file_patterns
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining import dataset as pretraining_dataset
 from albert_tf.data.pretraining import online_masking
@@ -121,8 +122,8 @@ class PretrainingTask(Task):
 
   def initialize(self, model):
     if self.params.init_checkpoint:
-      checkpoints.init_from_checkpoint(model, self.params.init_checkpoint,
-                                       init_from_group0=self.params.init_from_group0)
+      init_from_checkpoint(model, self.params.init_checkpoint,
+                           init_from_group0=self.params.init_from_group0)
 
   def _input_patterns(self, mode):
     if mode != "train" and self.params.eval_input_file:
@@ -130,7 +131,7 @@ class PretrainingTask(Task):
     return self.params.input_file
 
   def input_files(self, mode):
-    return pretraining_dataset.expand_input_patterns(self._input_patterns(mode))
+    return file_patterns.expand(self._input_patterns(mode))
 
   def build_inputs(self, mode, batch_size, input_context=None):
     is_training = mode == "train"

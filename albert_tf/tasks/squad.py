@@ -21,7 +21,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoints import init_from_checkpoint, load_tf1_head
+from albert_tf.checkpoints.init import init_from_checkpoint
+from albert_tf.checkpoints.tf1 import load_tf1_head
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess

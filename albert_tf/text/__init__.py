@@ -1,4 +1,4 @@
-"""Text processing for ALBERT, in Python and in the TensorFlow graph.
+"""Text processing for ALBERT, in Python and in the TensorFlow graph (import the module):
 
   tokenization          the Python tokenizer of the official module (FullTokenizer,
                         preprocess_text, ...); also importable as `albert_tf.tokenization`
@@ -6,21 +6,8 @@
                         classifier pairs and RACE choices), for Python lists and ragged tensors
   sentencepiece_training  training a SentencePiece model with the official settings
   in_graph_tokenizer    the serving tokenizer: raw strings -> encoder inputs inside the graph
+  hub_tokenization      a TF-Hub module's tokenization_info (SentencePiece asset, do_lower_case)
+
+tokenization and sentencepiece_training load no TensorFlow (the tokenizer's workers rely on it);
+the others do. This package itself imports nothing.
 """
-
-from albert_tf.text.sentencepiece_training import CONTROL_SYMBOLS
-from albert_tf.text.sentencepiece_training import OFFICIAL_USER_DEFINED_SYMBOLS
-from albert_tf.text.sentencepiece_training import train_sentencepiece
-
-
-def __getattr__(name):
-  # The in-graph tokenizer imports TensorFlow and tensorflow_text; load it only when asked for so
-  # that `import albert_tf.text` stays cheap for data tools.
-  if name == "InGraphTokenizer":
-    from albert_tf.text.in_graph_tokenizer import InGraphTokenizer  # lazy: TensorFlow (PEP 562)
-    return InGraphTokenizer
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["CONTROL_SYMBOLS", "OFFICIAL_USER_DEFINED_SYMBOLS", "train_sentencepiece",
-           "InGraphTokenizer"]

@@ -3,6 +3,9 @@
 The released `30k-clean.model` files were trained as a unigram model with `<pad>`=0, `<unk>`=1,
 no BOS/EOS, and the control symbols [CLS], [SEP], [MASK] (ids 2, 3, 4). Models trained here follow
 the same conventions, so every tokenizer and data tool in albert_tf accepts them unchanged.
+
+  python -m albert_tf.cli.train_spm --input_file=corpus.txt --model_prefix=spm/30k-clean \
+      --vocab_size=30000
 """
 
 import os

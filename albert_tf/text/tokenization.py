@@ -23,7 +23,6 @@ from absl import logging
 
 import sentencepiece as spm
 
-from albert_tf import model_loader
 from albert_tf.errors import AlbertError
 
 # Every module-level name of the official tokenization.py (albert_tf.tokenization offers them).
@@ -447,7 +446,8 @@ class FullTokenizer:
     use_spm: the vocabulary file is a SentencePiece model (True, ALBERT's), else a WordPiece
       vocabulary.
     """
-    vocab_file, do_lower_case = model_loader.hub_tokenization_info(hub_module)
+    from albert_tf.text import hub_tokenization  # lazy: it imports TensorFlow
+    vocab_file, do_lower_case = hub_tokenization.read_tokenization_info(hub_module)
     if use_spm:
       return cls(vocab_file=None, do_lower_case=do_lower_case, spm_model_file=vocab_file)
     return cls(vocab_file=vocab_file, do_lower_case=do_lower_case)

@@ -1,7 +1,6 @@
 """Builds an English corpus from the docstrings of the installed Python packages (no download).
 
-  python -m albert_tf.tools.build_corpus --output_file=corpus.txt --max_mb=8
-  (the command's flags: albert_tf/cli/build_corpus.py)
+  python -m albert_tf.cli.build_corpus --output_file=corpus.txt --max_mb=8
 
 The quickstart's corpus. Output format is the one `create_pretraining_data.py` and
 `train_sentencepiece` read: one sentence per line, a blank line between documents. Each module,

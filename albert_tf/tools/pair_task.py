@@ -1,8 +1,7 @@
 """Builds a sentence-pair task ("does B follow A?") from a corpus, in GLUE MRPC format.
 
-  python -m albert_tf.tools.make_pair_task --input_file=corpus.txt --output_dir=glue/MRPC
+  python -m albert_tf.cli.make_pair_task --input_file=corpus.txt --output_dir=glue/MRPC
   python run_classifier.py --task_name=MRPC --data_dir=glue ...
-  (the command's flags: albert_tf/cli/make_pair_task.py)
 
 The quickstart fine-tunes on it, so the whole pipeline runs with no download. Two kinds
 (`PAIR_KINDS`): "next" (label 1 when the second sentence is the one that follows the first in its

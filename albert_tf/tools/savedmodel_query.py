@@ -1,10 +1,9 @@
 """Queries an exported classifier SavedModel with raw sentence pairs, as a client would.
 
-  python -m albert_tf.tools.query_savedmodel --export_dir=export \
+  python -m albert_tf.cli.query_savedmodel --export_dir=export \
       --text_a="The cat sat." --text_b="It was tired."
-  python -m albert_tf.tools.query_savedmodel --export_dir=cola_export --text_a="The cat sat."
-  python -m albert_tf.tools.query_savedmodel --export_dir=export --pair_file=glue/MRPC/dev.tsv
-  (the command's flags: albert_tf/cli/query_savedmodel.py)
+  python -m albert_tf.cli.query_savedmodel --export_dir=cola_export --text_a="The cat sat."
+  python -m albert_tf.cli.query_savedmodel --export_dir=export --pair_file=glue/MRPC/dev.tsv
 
 Loads the SavedModel with plain TensorFlow (+ tensorflow_text for the in-graph SentencePiece ops)
 and calls its `serving_default` signature, which takes raw text; nothing of albert_tf is needed.

@@ -17,7 +17,7 @@ SEED_FILE = output_layout.SEED_FILE
 
 @dataclasses.dataclass
 class RuntimeConfig:
-  """Devices and numerics of a run (see albert_tf/cli/flags.py for each flag's meaning)."""
+  """Devices and numerics of a run (see albert_tf/cli/training_flags.py for each flag's meaning)."""
   strategy: str = "auto"
   use_tpu: bool = False
   tpu_name: Optional[str] = None
@@ -76,7 +76,7 @@ def apply_process_settings(runtime, output_dir=None):
   Op determinism needs every random op seeded, so `deterministic` always runs with a seed
   (weights are initialised from it).
   """
-  import tensorflow as tf  # lazy: cli/flags.py builds RuntimeConfig first
+  import tensorflow as tf  # lazy: cli/training_flags.py builds RuntimeConfig first
   import tf_keras  # lazy: as tensorflow
   seed = resolve_seed(runtime.seed, runtime.deterministic, output_dir)
   if seed is not None:

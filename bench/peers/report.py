@@ -92,3 +92,69 @@ def markdown(result):
   for name, reason in result["failures"].items():
     lines.append(f"\n{name}: {reason}")
   return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------ the size axis
+def _mib(row):
+  return f"{row['peak_mib'] / 1024:.2f} GiB" if row.get("peak_mib") else ""
+
+
+def _row_cells(row):
+  """(median, ratio, peak memory, prob diff, status) of one size-axis row."""
+  if row.get("status") != "ok":
+    return "", "", "", "", row.get("status", "?")
+  ratio = row.get("vs_ours_fp32")
+  diff = row.get("max_prob_diff")
+  median = row["median_ms"]
+  return (f"{median / 1000:.2f} s" if median >= 10000 else f"{median:.1f} ms",
+          "" if ratio is None else f"{ratio:.2f}x", _mib(row),
+          "" if diff is None else f"{diff:.1e}", f"ok ({row['calls']} calls, {row['passes']} passes)")
+
+
+def markdown_sizes(result):
+  """The size-axis result (bench/peers/sizes.py) as markdown: the machine and its ISA class,
+  one row per size x seq x batch x variant (time, ratio, peak memory, probability difference,
+  or why it did not run), the exports' sizes on disk, the goals."""
+  isa = result["isa"]
+  flags = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in result["cpu_flags"].items())
+  versions = ", ".join(f"{k} {v}" for k, v in sorted(result["versions"].items()))
+  s = result["settings"]
+  lines = [f"CPU: {result['cpu']}; vector extensions: {flags}",
+           f"ISA class: {isa['label']} (native {isa['native']}"
+           + (f"; ONEDNN_MAX_CPU_ISA={isa['cap']} for TensorFlow and torch, ONNX Runtime and "
+              "TFLite run native" if isa["cap"] else "") + ")",
+           f"versions: {versions}",
+           f"settings: {s['passes']} passes, {s['calls']} calls at b1 s128, "
+           f"{s['budget_s']:g} s per variant, {s['total_budget_h']:g} h in all, "
+           f"{s['mem_gib']:g} GiB", f"load before: {result['load_before']}",
+           f"load after: {result.get('load_after', '')}", ""]
+  for cell in result["cells"]:
+    if cell.get("batch_reason"):
+      lines.append(f"- {cell['size']} seq {cell['seq']}: {cell['batch_reason']}")
+  lines += ["", "| size | seq | batch | model | ISA | median | time vs ours fp32 | peak memory | "
+            "max prob. diff | status |", "|---|---|---|---|---|---|---|---|---|---|"]
+  order = lambda kv: (kv[1].get("status") != "ok", kv[1].get("median_ms", 0))  # noqa: E731
+  for cell in result["cells"]:
+    for name, row in sorted(cell["rows"].items(), key=order):
+      median, ratio, peak, diff, status = _row_cells(row)
+      lines.append(f"| {cell['size']} | {cell['seq']} | {cell['batch']} | {name} | "
+                   f"{row.get('isa', '')} | {median} | {ratio} | {peak} | {diff} | {status} |")
+  for cell in result["training"]:
+    for name, row in sorted(cell["rows"].items(), key=order):
+      median, ratio, peak, _, status = _row_cells(row)
+      lines.append(f"| {cell['size']} train step | {cell['seq']} | {cell['batch']} | {name} | "
+                   f"{row.get('isa', '')} | {median} | {ratio} | {peak} | | {status} |")
+  lines += ["", "| size | export | size on disk |", "|---|---|---|"]
+  for size, built in result["sizes"].items():
+    for name, nbytes in sorted(built["disk"].items()):
+      lines.append(f"| {size} | {name} | {nbytes / 2**20:.1f} MiB |")
+  lines += ["", "| goal | measured (median ratio) | limit | met |", "|---|---|---|---|"]
+  for g in result["goals"]:
+    measured = "not measured" if g["ratio"] is None else f"{g['ratio']:.2f}"
+    met = "not run" if g["met"] is None else ("met" if g["met"] else "NOT met")
+    lines.append(f"| {g['where']}: {g['ours']} / {g['peer']} | {measured} | "
+                 f"<= {g['goal']:.2f} | {met} |")
+  for size, built in result["sizes"].items():
+    for name, reason in built.get("failures", {}).items():
+      lines.append(f"\n{size}, {name}: {reason}")
+  return "\n".join(lines) + "\n"

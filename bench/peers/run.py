@@ -22,6 +22,12 @@ HF AlbertForPreTraining with the MLM head on the gathered positions and a LAMB s
 torch (fp32, and bf16 under torch.autocast).
 
 Writes bench/peers/results/latest.{md,json}.
+
+With --sizes (the default of `make bench-peers`; issue 41) the size axis runs instead:
+bench/peers/sizes.py (ALBERT-base/-large/-xxlarge x seq 128/512 x batch 1/32, each variant in
+its own subprocess with its peak memory, the CPU's ISA class, --isa=AVX2 to emulate an older
+one, the exports' sizes on disk, "did not fit (why)" rows), written to
+bench/peers/results/sizes[_<isa>].{md,json}; `--sizes=tiny` is a smoke run of the bench itself.
 """
 
 import json
@@ -44,6 +50,25 @@ FLAGS = flags.FLAGS
 flags.DEFINE_bool("quick", False, "Fewer rounds (a smoke run: ratios are noisier).")
 flags.DEFINE_bool("train", True, "Also time the pretraining step.")
 flags.DEFINE_string("work_dir", None, "Where the exports go (default: a temp dir).")
+# The size axis (issue 41; bench/peers/sizes.py): with --sizes, every variant runs in its own
+# subprocess (peak memory beside time) and the result goes to results/sizes[_<isa>].{md,json}.
+flags.DEFINE_list("sizes", [], "ALBERT sizes to run (tiny, base, large, xxlarge); empty: the "
+                  "ALBERT-base seq-128 bench above, all peers in this process.")
+flags.DEFINE_list("seq_lens", ["128", "512"], "With --sizes: sequence lengths.")
+flags.DEFINE_list("batches", ["1", "32"], "With --sizes: batch sizes (a batch whose estimated "
+                  "peak memory exceeds --mem_gib runs at 8 instead, recorded with the reason).")
+flags.DEFINE_string("isa", None, "With --sizes: ONEDNN_MAX_CPU_ISA for the TensorFlow and torch "
+                    "subprocesses (e.g. AVX2), to play an older CPU class; rows are labelled.")
+flags.DEFINE_integer("passes", 2, "With --sizes: interleaved passes per cell (one subprocess "
+                     "per variant per pass); a cell estimated at over 10 s per call runs 1.")
+flags.DEFINE_integer("calls", 10, "With --sizes: timed calls per subprocess at batch 1 seq "
+                     "128 (fewer for bigger requests, at least 3).")
+flags.DEFINE_float("budget_s", 3600, "With --sizes: one variant subprocess's time limit.")
+flags.DEFINE_float("total_budget_h", 12, "With --sizes: variants not started by then are "
+                   "reported as not fitting the bench's time.")
+flags.DEFINE_float("mem_gib", 24, "With --sizes: the machine's memory for the fit estimates.")
+flags.DEFINE_float("assumed_gflops", 100, "With --sizes: sustained GFLOP/s for the printed "
+                   "run-time estimate only.")
 
 SEQ = 128
 GOALS = {  # serving: our time / the peer's; training: our step time / the peer's
@@ -68,7 +93,7 @@ def build_exports(work_dir):
   """Our classifier exported (fp32, bf16, TFLite int8), as an HF directory, and the model
   garden's encoder. Returns {name: path}."""
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints.hf import save_hf_checkpoint  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.hf.save import save_hf_checkpoint  # pylint: disable=g-import-not-at-top
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.export.tflite import write_tflite  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
@@ -167,8 +192,37 @@ def time_training(peers, rounds):
   return common.time_interleaved(calls, rounds, warmup=1)
 
 
+def main_sizes():
+  """--sizes: the size axis (bench/peers/sizes.py), written to results/sizes[_<isa>].*"""
+  import report  # pylint: disable=g-import-not-at-top
+  import sizes  # pylint: disable=g-import-not-at-top
+  unknown = [s for s in FLAGS.sizes if s not in sizes.SIZES]
+  if unknown:
+    raise app.UsageError(f"--sizes: unknown {unknown}; known: {sorted(sizes.SIZES)}")
+  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_sizes_")
+  result = sizes.run(FLAGS.sizes, [int(s) for s in FLAGS.seq_lens],
+                     [int(b) for b in FLAGS.batches], FLAGS.isa, work_dir, GOALS,
+                     passes=FLAGS.passes, calls=FLAGS.calls, budget_s=FLAGS.budget_s,
+                     total_budget_h=FLAGS.total_budget_h, mem_gib=FLAGS.mem_gib,
+                     train=FLAGS.train, gflops=FLAGS.assumed_gflops)
+  text = report.markdown_sizes(result)
+  print(text)
+  stem = "sizes" + (f"_{FLAGS.isa.lower()}" if FLAGS.isa else "")
+  # A smoke run (tiny only) writes into its work dir: it never overwrites a real result.
+  out_dir = work_dir if set(FLAGS.sizes) == {"tiny"} else os.path.join(HERE, "results")
+  os.makedirs(out_dir, exist_ok=True)
+  with open(os.path.join(out_dir, stem + ".json"), "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=1, sort_keys=True)
+  with open(os.path.join(out_dir, stem + ".md"), "w", encoding="utf-8") as f:
+    f.write(text)
+  print(f"written: {os.path.join(out_dir, stem)}.{{md,json}}")
+
+
 def main(_):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  if FLAGS.sizes:
+    main_sizes()
+    return
   import torch_peers as peers  # pylint: disable=g-import-not-at-top
   import report  # pylint: disable=g-import-not-at-top
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_")

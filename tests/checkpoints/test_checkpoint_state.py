@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig
-from albert_tf.checkpoints.convert import convert
+from albert_tf.checkpoints.conversion import convert
 from albert_tf.checkpoints.tf1 import write_checkpoint_state
 from tests.helpers import albert_numpy
 from tests.helpers.paths import REPO
@@ -57,10 +57,10 @@ def test_readme_convert_export_and_from_pretrained_with_relative_paths(tmp_path)
   weights = _official_model(root)
   config = "--albert_config_file=albert_base/albert_config.json"
   # README, "Moving weights": official TF1 -> ours, and back from the directory just written.
-  _run(["-m", "albert_tf.checkpoints.convert", config,
+  _run(["-m", "albert_tf.cli.convert", config,
         "--input_checkpoint=albert_base/model.ckpt-best",
         "--output_checkpoint=albert_base_tf2/ckpt"], root)
-  _run(["-m", "albert_tf.checkpoints.convert", config, "--input_checkpoint=albert_base_tf2",
+  _run(["-m", "albert_tf.cli.convert", config, "--input_checkpoint=albert_base_tf2",
         "--output_checkpoint=albert_base_tf1/model.ckpt"], root)
   os.replace(os.path.join(root, "albert_base", "albert_config.json"),
              os.path.join(root, "albert_base_tf1", "albert_config.json"))
@@ -125,7 +125,7 @@ def test_converter_reads_an_untarred_official_directory_whole(tmp_path):
   root = str(tmp_path)
   weights = _official_model(root)
   os.remove(os.path.join(root, "albert_base", "checkpoint"))  # the tarballs have none
-  proc = _run(["-m", "albert_tf.checkpoints.convert", "--input_checkpoint=albert_base",
+  proc = _run(["-m", "albert_tf.cli.convert", "--input_checkpoint=albert_base",
                "--output_checkpoint=albert_base_tf1/model.ckpt", "--output_format=tf1"], root)
   assert "tarball_to_tf1" in proc.stdout + proc.stderr
   reader = tf.train.load_checkpoint(os.path.join(root, "albert_base_tf1", "model.ckpt"))

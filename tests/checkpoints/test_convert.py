@@ -1,4 +1,4 @@
-"""The checkpoint converter (albert_tf.checkpoints.convert): TF1 <-> TF2 <-> HF, in process and
+"""The checkpoint converter (albert_tf.checkpoints.conversion): TF1 <-> TF2 <-> HF, in process and
 on the command line."""
 
 import os
@@ -11,8 +11,8 @@ import tensorflow as tf
 from safetensors.numpy import load_file
 
 from albert_tf import AlbertConfig, AlbertError
-from albert_tf.checkpoints import hf
-from albert_tf.checkpoints.convert import convert
+from albert_tf.checkpoints.hf.config import config_from_hf
+from albert_tf.checkpoints.conversion import convert
 from tests.helpers import albert_numpy
 from tests.helpers.paths import REPO_ROOT, FIXTURES_DIR
 from tests.helpers.tiny_config import tiny_config_dict
@@ -46,7 +46,7 @@ def test_convert_command_line(tmp_path):
   config_file = tmp_path / "albert_config.json"
   AlbertConfig.from_dict(cfg).to_json_file(config_file)
   env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-  cmd = [sys.executable, "-m", "albert_tf.checkpoints.convert",
+  cmd = [sys.executable, "-m", "albert_tf.cli.convert",
          f"--albert_config_file={config_file}", f"--input_checkpoint={tf1_in}",
          f"--output_checkpoint={tmp_path / 'out/ckpt'}"]
   done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
@@ -73,7 +73,7 @@ def test_convert_in_process_hf_tf2_hf(tmp_path):
   assert convert(None, str(DATA / "hf_g2"), str(tmp_path / "tf2" / "ckpt"),
                  output_format="tf2") == "hf_to_tf2"
   assert AlbertConfig.from_json_file(tmp_path / "tf2" / "albert_config.json") == \
-      hf.config_from_hf(DATA / "hf_g2")
+      config_from_hf(DATA / "hf_g2")
   assert convert(str(tmp_path / "tf2" / "albert_config.json"), str(tmp_path / "tf2"),
                  str(tmp_path / "hf"), output_format="hf") == "tf2_to_hf"
   original = load_file(DATA / "hf_g2" / "model.safetensors")
@@ -84,7 +84,7 @@ def test_convert_in_process_hf_tf2_hf(tmp_path):
   # The TF2 output describes itself: it converts again with no --albert_config_file.
   assert convert(None, str(tmp_path / "tf2"), str(tmp_path / "x" / "model.ckpt")) == "tf2_to_tf1"
   assert AlbertConfig.from_json_file(tmp_path / "x" / "albert_config.json") == \
-      hf.config_from_hf(DATA / "hf_g2")
+      config_from_hf(DATA / "hf_g2")
   with pytest.raises(AlbertError, match="--direction=tf1_to_tf2 but the input is a hf"):
     convert(None, str(DATA / "hf_g2"), str(tmp_path / "y" / "ckpt"), direction="tf1_to_tf2")
   # A different albert_config.json beside the output is not overwritten.
@@ -96,7 +96,7 @@ def test_convert_in_process_hf_tf2_hf(tmp_path):
 
 def _cli(*args):
   env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-  return subprocess.run([sys.executable, "-m", "albert_tf.convert_checkpoint", *args],
+  return subprocess.run([sys.executable, "-m", "albert_tf.cli.convert", *args],
                         capture_output=True, text=True, env=env, timeout=300, check=False)
 
 

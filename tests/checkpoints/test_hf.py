@@ -13,7 +13,10 @@ from safetensors.numpy import load_file, save_file
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertError, AlbertPretrainer
 import albert_tf
-from albert_tf.checkpoints import hf, init_from_checkpoint, official_names
+from albert_tf.checkpoints import official_names
+from albert_tf.checkpoints.hf.config import config_from_hf, hf_config_dict
+from albert_tf.checkpoints.hf.tensors import is_hf_directory
+from albert_tf.checkpoints.init import init_from_checkpoint
 from albert_tf.models import AlbertClassifier
 from tests.helpers.paths import FIXTURES_DIR
 from tests.helpers.tiny_config import tiny_config_dict
@@ -29,7 +32,7 @@ TOLERANCE = 1e-4
 
 
 def pretrainer_from(directory):
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   return model, report
 
@@ -112,17 +115,17 @@ def test_hf_to_ours_to_hf_is_bit_exact(name, tmp_path):
 
 
 def test_config_mapping(tmp_path):
-  config = hf.config_from_hf(DATA / "hf_g2")
+  config = config_from_hf(DATA / "hf_g2")
   assert (config.num_hidden_layers, config.num_hidden_groups, config.inner_group_num) == (3, 2, 2)
   assert config.hidden_act == "gelu" and config.embedding_size == 16
-  assert hf.config_from_hf(DATA / "hf_g2" / "config.json") == config
-  written = hf.hf_config_dict(AlbertConfig.from_dict(tiny_config_dict(hidden_act="relu")),
+  assert config_from_hf(DATA / "hf_g2" / "config.json") == config
+  written = hf_config_dict(AlbertConfig.from_dict(tiny_config_dict(hidden_act="relu")),
                               ["AlbertModel"])
   assert written["hidden_act"] == "relu" and written["layer_norm_eps"] == 1e-12
   # Keys a config.json leaves out take transformers' defaults.
   (tmp_path / "d").mkdir()
   (tmp_path / "d" / "config.json").write_text(json.dumps({"model_type": "albert"}))
-  default = hf.config_from_hf(tmp_path / "d")
+  default = config_from_hf(tmp_path / "d")
   assert (default.hidden_size, default.num_attention_heads, default.hidden_act) == (
       4096, 64, "gelu")
 
@@ -140,7 +143,7 @@ def test_config_json_refusals(tmp_path, change, message):
   cfg = json.loads((directory / "config.json").read_text())
   cfg.update(change)
   (directory / "config.json").write_text(json.dumps(cfg))
-  model = AlbertPretrainer(hf.config_from_hf(DATA / "hf_g1"))
+  model = AlbertPretrainer(config_from_hf(DATA / "hf_g1"))
   with pytest.raises(AlbertError, match=message) as raised:
     albert_tf.load_hf_checkpoint(model, directory)
   assert "config.json" in str(raised.value) and "\n" not in str(raised.value)
@@ -150,8 +153,8 @@ def test_missing_safetensors(tmp_path):
   directory = tmp_path / "hf"
   directory.mkdir()
   shutil.copy(DATA / "hf_g1" / "config.json", directory)
-  assert hf.is_hf_directory(directory)
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  assert is_hf_directory(directory)
+  model = AlbertPretrainer(config_from_hf(directory))
   with pytest.raises(AlbertError, match=r"HF directory has no weights file \(one of "
                      r"model.safetensors, .*pytorch_model.bin, .*tf_model.h5\)$"):
     init_from_checkpoint(model, str(directory))
@@ -165,7 +168,7 @@ def test_missing_safetensors(tmp_path):
 
 def test_wrong_config_and_shape_mismatch_change_nothing(tmp_path):
   # The model's config disagrees with config.json (same shapes when G = 1: L is invisible).
-  wrong = AlbertPretrainer(AlbertConfig.from_dict(dict(hf.config_from_hf(DATA / "hf_g1")
+  wrong = AlbertPretrainer(AlbertConfig.from_dict(dict(config_from_hf(DATA / "hf_g1")
                                                        .to_dict(), num_hidden_layers=3)))
   before = [v.numpy() for v in wrong.variables]
   with pytest.raises(AlbertError, match="num_hidden_layers=2 but the model was built with "
@@ -177,7 +180,7 @@ def test_wrong_config_and_shape_mismatch_change_nothing(tmp_path):
   key = "albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"
   tensors[key] = np.zeros((48, 32), np.float32)
   save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   before = [v.numpy() for v in model.variables]
   with pytest.raises(AlbertError, match=rf"tensor {key} \(bert/encoder/transformer/group_0/"
                      r"inner_group_0/ffn_1/intermediate/dense/kernel\) has shape \[48, 32\] but "
@@ -193,7 +196,7 @@ def test_missing_encoder_tensor_is_reported_and_refused_by_init(tmp_path):
   del tensors["albert.pooler.weight"]
   tensors["classifier.weight"] = np.zeros((3, 32), np.float32)
   save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   assert report.missing == ["bert/pooler/dense/kernel"]
   assert report.unexpected == ["classifier.weight"]
@@ -231,7 +234,7 @@ def test_layouts_hf_cannot_hold_are_refused(tmp_path):
   tensors = load_file(directory / "model.safetensors")
   tensors["albert.encoder.embedding_hidden_mapping_in.bias"][0] = 1.0
   save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   with pytest.raises(AlbertError, match="embedding_hidden_mapping_in is not the identity"):
     albert_tf.load_hf_checkpoint(model, directory)
 
@@ -242,7 +245,7 @@ def test_tied_decoder_checked(tmp_path):
   tensors["predictions.decoder.weight"] = tensors["albert.embeddings.word_embeddings.weight"]
   tensors["predictions.decoder.bias"] = tensors["predictions.bias"]
   save_file(tensors, directory / "model.safetensors", metadata={"format": "pt"})
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   assert not report.unexpected and not report.missing  # equal tied copies are accepted
   tensors["predictions.decoder.weight"] = tensors["predictions.decoder.weight"] + 1.0
@@ -258,7 +261,7 @@ def test_bare_albert_model_directory_and_classifier_init(tmp_path):
   tensors = load_file(directory / "model.safetensors")
   bare = {k[len("albert."):]: v for k, v in tensors.items() if k.startswith("albert.")}
   save_file(bare, directory / "model.safetensors", metadata={"format": "pt"})
-  classifier = AlbertClassifier(hf.config_from_hf(directory), num_classes=3)
+  classifier = AlbertClassifier(config_from_hf(directory), num_classes=3)
   report = init_from_checkpoint(classifier, str(directory))
   assert report.loaded and all(n.startswith("bert/") for n in report.loaded)
   assert sorted(report.missing) == ["output_bias", "output_weights"]  # the new task head
@@ -266,7 +269,7 @@ def test_bare_albert_model_directory_and_classifier_init(tmp_path):
                                 tensors["albert.embeddings.word_embeddings.weight"])
   np.testing.assert_array_equal(
       classifier.encoder.pooler.kernel.numpy(), tensors["albert.pooler.weight"].T)
-  encoder = AlbertEncoder(hf.config_from_hf(directory))
+  encoder = AlbertEncoder(config_from_hf(directory))
   albert_tf.save_hf_checkpoint(encoder, tmp_path / "enc")
   assert json.loads((tmp_path / "enc" / "config.json").read_text())["architectures"] == [
       "AlbertModel"]
@@ -292,7 +295,7 @@ def test_bfloat16_and_float16_directories_load_as_float32(tmp_path):
   directory = copy_fixture("hf_g1", tmp_path)
   tensors = load_file(directory / "model.safetensors")
   write_bfloat16_safetensors(tensors, directory / "model.safetensors")
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   assert not report.missing and not report.unexpected
   truncated = (tensors["albert.embeddings.word_embeddings.weight"].view(np.uint32)

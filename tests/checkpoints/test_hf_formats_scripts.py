@@ -73,7 +73,7 @@ def _assert_same_safetensors(expected_dir, got_dir):
 ], ids=["bin_shards", "h5"])
 def test_converter_writes_transformers_tensors_back(tmp_path, directory, source):
   """bin shards / h5 -> HF safetensors: the tensors transformers wrote, bit-equal."""
-  proc = _run(tmp_path, ["-m", "albert_tf.checkpoints.convert",
+  proc = _run(tmp_path, ["-m", "albert_tf.cli.convert",
                          f"--input_checkpoint={directory}", "--output_checkpoint=hf",
                          "--output_format=hf"], tmp_path)
   assert proc.returncode == 0, scripts.describe(proc)
@@ -101,7 +101,7 @@ def test_hostile_bin_is_a_one_line_script_error(tmp_path):
              + b"q\x03\x85q\x04Rq\x05s.")
   with zipfile.ZipFile(directory / "pytorch_model.bin", "w") as archive:
     archive.writestr("archive/data.pkl", payload)
-  proc = _run(tmp_path, ["-m", "albert_tf.checkpoints.convert",
+  proc = _run(tmp_path, ["-m", "albert_tf.cli.convert",
                          f"--input_checkpoint={directory}", "--output_checkpoint=x/model.ckpt"],
               tmp_path)
   assert proc.returncode == 2, scripts.describe(proc)
@@ -114,11 +114,11 @@ def test_hostile_bin_is_a_one_line_script_error(tmp_path):
 
 def test_from_pretrained_reads_every_format(tmp_path):
   del tmp_path
-  from albert_tf.models import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  import albert_tf  # pylint: disable=g-import-not-at-top
   logits = []
   for directory in (FIXTURES_DIR / "hf_heads" / "hf_classifier", TORCH / "classifier_zip",
                     H5 / "classifier"):
-    model = AlbertClassifier.from_pretrained(str(directory))
+    model = albert_tf.from_pretrained(str(directory), model_type="classifier").model
     ref = np.load(directory / "reference.npz")
     logits.append(model(dict(input_ids=ref["input_ids"], input_mask=ref["attention_mask"],
                              segment_ids=ref["token_type_ids"]), training=False)["logits"])

@@ -17,8 +17,12 @@ import pytest
 from safetensors.numpy import load_file
 
 from albert_tf import AlbertError
-from albert_tf.checkpoints import hf, model_source
-from albert_tf.checkpoints.convert import convert
+from albert_tf.checkpoints import model_source
+from albert_tf.checkpoints.hf.config import config_from_hf
+from albert_tf.checkpoints.hf.heads import head_row_order, hf_label_names
+from albert_tf.checkpoints.hf.load import load_hf_checkpoint
+from albert_tf.checkpoints.hf.save import save_hf_checkpoint
+from albert_tf.checkpoints.conversion import convert
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from tests.checkpoints.test_hf import assert_same_tensors
 from tests.helpers.paths import FIXTURES_DIR, REPO
@@ -39,7 +43,7 @@ TOLERANCE = 1e-4
 def built(directory, **kwargs):
   """The model an HF directory holds (type read from it), built with its config."""
   model_type, num_labels = model_source.checkpoint_model_type(str(directory))
-  return model_source.build_model(model_type, hf.config_from_hf(directory), num_labels, **kwargs)
+  return model_source.build_model(model_type, config_from_hf(directory), num_labels, **kwargs)
 
 
 def outputs(model, ref):
@@ -59,7 +63,7 @@ def edit_config(directory, **changes):
 
 def labels_of(directory):
   """The label list a directory's own id2label gives (None: generic names)."""
-  return hf.hf_label_names(directory)
+  return hf_label_names(directory)
 
 
 @pytest.mark.parametrize("name", sorted({**HF_MADE, **OURS}))
@@ -67,7 +71,7 @@ def test_every_head_matches_transformers(name):
   model_type = {**HF_MADE, **OURS}[name]
   model = built(DATA / name)
   assert model_source.model_type_of(model) == model_type
-  report = hf.load_hf_checkpoint(model, DATA / name, label_list=labels_of(DATA / name),
+  report = load_hf_checkpoint(model, DATA / name, label_list=labels_of(DATA / name),
                                  require_head=True)
   assert not report.missing and not report.unexpected, report
   ref = np.load(DATA / name / "reference.npz")
@@ -91,8 +95,8 @@ def test_ours_are_what_transformers_loaded_cleanly(name, tmp_path):
   assert max(record["max_abs_diff_vs_ours"].values()) <= TOLERANCE
   model = built(DATA / name)
   labels = labels_of(DATA / name)
-  hf.load_hf_checkpoint(model, DATA / name, label_list=labels)
-  written = hf.save_hf_checkpoint(model, tmp_path / "again", label_list=labels)
+  load_hf_checkpoint(model, DATA / name, label_list=labels)
+  written = save_hf_checkpoint(model, tmp_path / "again", label_list=labels)
   assert written == sorted(load_file(DATA / name / "model.safetensors"))
   assert_same_tensors(DATA / name, tmp_path / "again")
   assert json.loads((tmp_path / "again" / "config.json").read_text()) == json.loads(
@@ -117,11 +121,11 @@ def test_written_configs_name_the_head():
 def test_id2label_puts_the_rows_in_the_tasks_order(tmp_path):
   ref = np.load(DATA / "hf_classifier" / "reference.npz")
   model = built(DATA / "hf_classifier")
-  hf.load_hf_checkpoint(model, DATA / "hf_classifier", label_list=MNLI_LABELS)
+  load_hf_checkpoint(model, DATA / "hf_classifier", label_list=MNLI_LABELS)
   np.testing.assert_allclose(outputs(model, ref)["logits"].numpy(), ref["logits"][:, MNLI_ROWS],
                              atol=TOLERANCE)
   # Written back with the task's labels, the rows and the names move together.
-  hf.save_hf_checkpoint(model, tmp_path / "out", label_list=MNLI_LABELS)
+  save_hf_checkpoint(model, tmp_path / "out", label_list=MNLI_LABELS)
   original = load_file(DATA / "hf_classifier" / "model.safetensors")
   written = load_file(tmp_path / "out" / "model.safetensors")
   np.testing.assert_array_equal(written["classifier.weight"],
@@ -131,19 +135,19 @@ def test_id2label_puts_the_rows_in_the_tasks_order(tmp_path):
   # Generic LABEL_<i> names keep their order, whatever the task's labels.
   generic = copy_fixture("hf_classifier", tmp_path)
   edit_config(generic, id2label={str(i): f"LABEL_{i}" for i in range(3)})
-  hf.load_hf_checkpoint(model, generic, label_list=MNLI_LABELS)
+  load_hf_checkpoint(model, generic, label_list=MNLI_LABELS)
   np.testing.assert_allclose(outputs(model, ref)["logits"].numpy(), ref["logits"],
                              atol=TOLERANCE)
 
 
 def test_label_order_rules():
-  assert hf.head_row_order(["B", "a"], ["a", "b"], "c") == [1, 0]  # case folded
-  assert hf.head_row_order(["LABEL_0", "LABEL_1"], ["x", "y"], "c") is None
+  assert head_row_order(["B", "a"], ["a", "b"], "c") == [1, 0]  # case folded
+  assert head_row_order(["LABEL_0", "LABEL_1"], ["x", "y"], "c") is None
   # Labels that are the class ids (GLUE's 0/1 tasks) take HF's ids as they are.
-  assert hf.head_row_order(["NEGATIVE", "POSITIVE"], ["0", "1"], "c") is None
+  assert head_row_order(["NEGATIVE", "POSITIVE"], ["0", "1"], "c") is None
   with pytest.raises(AlbertError, match=r"^c: id2label names \(yes, no\) are not the task's "
                      r"labels \(entailment, not_entailment\)$"):
-    hf.head_row_order(["yes", "no"], ["entailment", "not_entailment"], "c")
+    head_row_order(["yes", "no"], ["entailment", "not_entailment"], "c")
 
 
 @pytest.mark.parametrize("labels,message", [
@@ -167,7 +171,7 @@ def test_named_rows_never_guessed(labels, message):
     (1, True, r"hf_classifier: the HF head has 3 labels .* but the task has 1 regression output$"),
 ])
 def test_head_of_other_classes_is_one_line_error(num_classes, regression, message):
-  config = hf.config_from_hf(DATA / "hf_classifier")
+  config = config_from_hf(DATA / "hf_classifier")
   model = model_source.build_model("regression" if regression else "classifier", config,
                                    num_classes)
   labels = None if regression else ["0", "1"]
@@ -208,7 +212,7 @@ def test_squad_reads_no_pooler():
   assert restore_model_weights(model, str(DATA / "hf_squad")) is None  # nothing missing
   np.testing.assert_array_equal(model.encoder.pooler.kernel.numpy(), pooler)  # left as it was
   # A classifier does read the pooler: a directory without one is refused for it.
-  classifier = model_source.build_model("classifier", hf.config_from_hf(DATA / "hf_squad"), 2)
+  classifier = model_source.build_model("classifier", config_from_hf(DATA / "hf_squad"), 2)
   with pytest.raises(AlbertError, match="lacks 2 encoder variables, e.g. bert/pooler/dense"):
     init_from_checkpoint(classifier, str(DATA / "hf_squad"))
 
@@ -218,10 +222,10 @@ def test_config_inconsistencies_are_refused(tmp_path):
   edit_config(directory, id2label={"0": "a", "1": "b"})
   with pytest.raises(AlbertError, match=r"config.json: id2label has 2 labels but "
                      r"classifier.weight has 3 rows"):
-    hf.load_hf_checkpoint(built(DATA / "hf_classifier"), directory, label_list=MNLI_LABELS)
+    load_hf_checkpoint(built(DATA / "hf_classifier"), directory, label_list=MNLI_LABELS)
   edit_config(directory, id2label={"0": "a", "2": "b", "3": "c"})
   with pytest.raises(AlbertError, match=r"id2label ids \[0, 2, 3\] are not 0..2"):
-    hf.load_hf_checkpoint(built(DATA / "hf_classifier"), directory, label_list=MNLI_LABELS)
+    load_hf_checkpoint(built(DATA / "hf_classifier"), directory, label_list=MNLI_LABELS)
   edit_config(directory, id2label={str(i): n for i, n in enumerate(MNLI_LABELS)},
               problem_type="multi_label_classification")
   with pytest.raises(AlbertError, match="problem_type multi_label_classification"):
@@ -233,7 +237,7 @@ def test_save_refuses_a_label_list_that_does_not_fit(tmp_path):
   for labels in (["a", "b"], ["a", "a", "b"]):
     with pytest.raises(AlbertError, match=r"label list \(.*\) must name each of the 3 classes "
                        "once"):
-      hf.save_hf_checkpoint(model, tmp_path / "out", label_list=labels)
+      save_hf_checkpoint(model, tmp_path / "out", label_list=labels)
   assert not (tmp_path / "out").exists()
 
 
@@ -267,7 +271,7 @@ def test_convert_of_an_official_classifier_checkpoint_names_its_classes(tmp_path
   prefix = str(tmp_path / "tf1" / "model.ckpt")
   convert(None, str(DATA / "hf_classifier"), prefix, output_format="tf1")
   env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
-  cmd = [sys.executable, "-m", "albert_tf.checkpoints.convert",
+  cmd = [sys.executable, "-m", "albert_tf.cli.convert",
          f"--albert_config_file={tmp_path / 'tf1' / 'albert_config.json'}",
          f"--input_checkpoint={prefix}", f"--output_checkpoint={tmp_path / 'hf'}",
          "--output_format=hf", "--label_list=entailment,neutral,contradiction"]

@@ -1,5 +1,5 @@
 """tf_model.h5 (transformers 4.x TensorFlow weights) read with h5py (albert_tf/checkpoints/
-hf_tf_h5.py), against directories transformers' TF classes wrote once and their outputs
+hf/tf_h5.py), against directories transformers' TF classes wrote once and their outputs
 (tests/fixtures/hf_h5/, made by tests/fixtures/make_hf_other_formats.py)."""
 
 import shutil
@@ -11,7 +11,10 @@ from safetensors.numpy import load_file
 
 import albert_tf
 from albert_tf import AlbertError, AlbertPretrainer
-from albert_tf.checkpoints import hf, hf_tensors, hf_tf_h5
+from albert_tf.checkpoints.hf import tensors as hf_tensors
+from albert_tf.checkpoints.hf import tf_h5 as hf_tf_h5
+from albert_tf.checkpoints.hf.config import config_from_hf
+from albert_tf.checkpoints.hf.heads import hf_label_names, hf_model_type
 from albert_tf.checkpoints import model_source
 from tests.helpers.paths import FIXTURES_DIR
 
@@ -31,8 +34,8 @@ FIXTURES = {
 
 
 def _load(directory, model_type, num_labels):
-  model = model_source.build_model(model_type, hf.config_from_hf(directory), num_labels)
-  labels = hf.hf_label_names(directory) if model_type == "classifier" else None
+  model = model_source.build_model(model_type, config_from_hf(directory), num_labels)
+  labels = hf_label_names(directory) if model_type == "classifier" else None
   report = albert_tf.load_hf_checkpoint(model, directory, label_list=labels,
                                         require_head=model_type != "pretrainer")
   return model, report
@@ -56,7 +59,7 @@ def test_tensors_equal_the_safetensors_source(name):
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_outputs_match_transformers_tf(name):
   _, model_type, num_labels, outputs = FIXTURES[name]
-  assert hf.hf_model_type(H5 / name)[0] == model_type
+  assert hf_model_type(H5 / name)[0] == model_type
   model, report = _load(H5 / name, model_type, num_labels)
   assert not report.unexpected
   ref = np.load(H5 / name / "reference.npz")  # transformers' TF class on this directory
@@ -86,7 +89,7 @@ def test_mlm_bias_is_the_one_tf_adds(tmp_path):
            lambda f: f[prefix + "decoder/bias:0"].__setitem__(..., 3.0))
   np.testing.assert_array_equal(hf_tensors.read_hf_tensors(directory)["predictions.bias"],
                                 np.full(300, 3.0, np.float32))
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   assert not report.missing and not report.unexpected
 

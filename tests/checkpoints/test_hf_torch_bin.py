@@ -1,4 +1,4 @@
-"""pytorch_model.bin read without torch (albert_tf/checkpoints/hf_torch_bin.py), against files
+"""pytorch_model.bin read without torch (albert_tf/checkpoints/hf/torch_bin.py), against files
 torch and transformers wrote once (tests/fixtures/hf_torch/, made by
 tests/fixtures/make_hf_other_formats.py), and hostile files that must be refused unrun.
 
@@ -23,7 +23,10 @@ from safetensors.numpy import load_file
 
 import albert_tf
 from albert_tf import AlbertError, AlbertPretrainer
-from albert_tf.checkpoints import hf, hf_tensors, hf_torch_bin
+from albert_tf.checkpoints.hf import tensors as hf_tensors
+from albert_tf.checkpoints.hf import torch_bin as hf_torch_bin
+from albert_tf.checkpoints.hf.config import config_from_hf
+from albert_tf.checkpoints.hf.heads import hf_label_names, hf_model_type
 from albert_tf.models import AlbertClassifier, AlbertSquadModel
 from tests.helpers.paths import FIXTURES_DIR
 
@@ -70,7 +73,7 @@ def test_legacy_fixture_is_the_pre_zip_format_and_sharded_has_shards():
 
 def pretrainer_matches(directory, ref):
   """Our AlbertPretrainer loaded from `directory` gives transformers' outputs in `ref`."""
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   report = albert_tf.load_hf_checkpoint(model, directory)
   assert not report.missing and not report.unexpected
   out = model(_feed(ref), training=False)
@@ -99,19 +102,19 @@ def test_fp16_file_holds_half_precision_values():
 
 def test_classifier_and_squad_heads():
   ref = np.load(TORCH / "classifier_zip" / "reference.npz")
-  model = AlbertClassifier(hf.config_from_hf(TORCH / "classifier_zip"), num_classes=3)
+  model = AlbertClassifier(config_from_hf(TORCH / "classifier_zip"), num_classes=3)
   albert_tf.load_hf_checkpoint(model, TORCH / "classifier_zip",
-                               label_list=hf.hf_label_names(TORCH / "classifier_zip"),
+                               label_list=hf_label_names(TORCH / "classifier_zip"),
                                require_head=True)
   np.testing.assert_allclose(model(_feed(ref), training=False)["logits"].numpy(), ref["logits"],
                              atol=TOLERANCE)
   ref = np.load(TORCH / "squad_legacy" / "reference.npz")
-  model = AlbertSquadModel(hf.config_from_hf(TORCH / "squad_legacy"))
+  model = AlbertSquadModel(config_from_hf(TORCH / "squad_legacy"))
   albert_tf.load_hf_checkpoint(model, TORCH / "squad_legacy", require_head=True)
   out = model(_feed(ref), training=False)
   for key in ("start_logits", "end_logits"):
     np.testing.assert_allclose(out[key].numpy(), ref[key], atol=TOLERANCE)
-  assert hf.hf_model_type(TORCH / "squad_legacy") == ("squad_v1", None)
+  assert hf_model_type(TORCH / "squad_legacy") == ("squad_v1", None)
 
 
 def test_safetensors_first_when_both_present(tmp_path):
@@ -340,7 +343,7 @@ def test_wrong_dtype_and_shape_in_a_bin_are_refused(tmp_path, fake_torch):
   _hand_made_state_dict(directory / "pytorch_model.bin", tensors)
   # Our hand-made file is read as transformers' own: transformers' outputs.
   pretrainer_matches(directory, np.load(source / "reference.npz"))
-  model = AlbertPretrainer(hf.config_from_hf(directory))
+  model = AlbertPretrainer(config_from_hf(directory))
   key = "albert.pooler.weight"
   _hand_made_state_dict(directory / "pytorch_model.bin",
                         dict(tensors, **{key: tensors[key].astype(np.int64)}))

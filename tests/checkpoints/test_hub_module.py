@@ -12,12 +12,13 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints import official_names
-from albert_tf.checkpoints.hub_module import (ALBERT_TF, TF1_HUB, HubModule, is_remote_handle,
+from albert_tf.checkpoints.hub_module import (ALBERT_TF, TF1_HUB, HubModule,
                                               load_hub_module_weights, read_hub_module)
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.text.hub_tokenization import is_remote_handle
 from tests.helpers.tiny_config import tiny_config_dict
 from tests.helpers.hub_module import (MODULE_DEF_V3, run_tf1_module_signature,
                                       write_official_tf1_hub_module)

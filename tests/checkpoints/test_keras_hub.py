@@ -3,7 +3,7 @@
 
 keras-hub is not a dependency: tests/fixtures/make_keras_hub_reference.py ran once with it
 (JAX backend) and committed its outputs (tests/fixtures/keras_hub/reference.npz). Here the same
-official TF1 checkpoint goes through `python -m albert_tf.checkpoints.convert --output_format=hf`
+official TF1 checkpoint goes through `python -m albert_tf.cli.convert --output_format=hf`
 again: the directory must hold the very tensors keras-hub loaded, and our AlbertEncoder on it
 must give keras-hub's outputs.
 """
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 from safetensors.numpy import load_file
 
-from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.checkpoints.init import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.encoder import AlbertEncoder
 from tests.helpers.paths import FIXTURES_DIR, REPO
@@ -27,7 +27,7 @@ DATA = FIXTURES_DIR / "keras_hub"
 def _convert_to_hf(tmp_path):
   target = str(tmp_path / "hf")
   proc = subprocess.run(
-      [sys.executable, "-m", "albert_tf.checkpoints.convert",
+      [sys.executable, "-m", "albert_tf.cli.convert",
        f"--albert_config_file={DATA / 'tf1' / 'albert_config.json'}",
        f"--input_checkpoint={DATA / 'tf1' / 'model.ckpt'}", f"--output_checkpoint={target}",
        "--output_format=hf"],

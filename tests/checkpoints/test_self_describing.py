@@ -57,7 +57,7 @@ def _word_embeddings(model):
 def test_the_issues_command_then_from_pretrained(src_tf1):
   root, model = src_tf1
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
-  proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints.convert",
+  proc = subprocess.run([sys.executable, "-m", "albert_tf.cli.convert",
                          "--input_checkpoint=src_tf1/model.ckpt", "--output_checkpoint=tf2/ckpt"],
                         cwd=str(root), capture_output=True, text=True, env=env, timeout=600,
                         check=False)

@@ -7,7 +7,7 @@ import tf_keras
 
 from albert_tf import AlbertConfig, AlbertEncoder, AlbertError, AlbertPretrainer
 import albert_tf
-from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.checkpoints.init import init_from_checkpoint
 from tests.helpers import albert_numpy
 from tests.helpers.tiny_config import tiny_config_dict
 

@@ -5,11 +5,11 @@ import types
 import pytest
 from absl import flags
 
-from albert_tf.cli import flags as cli
+from albert_tf.cli import training_flags
 
 
 def test_recompute_flag_reaches_the_trainer_kwargs():
-  cli.define_runtime_flags()
+  training_flags.define_runtime_flags()
   flag = flags.FLAGS["recompute"]
   assert flag.default == "none"
   assert flag.parser.parse("layer") == "layer" and flag.parser.parse("attention") == "attention"
@@ -20,6 +20,6 @@ def test_recompute_flag_reaches_the_trainer_kwargs():
                             gradient_accumulation_steps=1, log_every_n_steps=1,
                             iterations_per_loop=10, recompute="layer", deterministic=False,
                             seed=None, worker_wait_seconds=30)
-  assert cli.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
-  assert cli.runtime_config(f).worker_wait_seconds == 30
+  assert training_flags.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
+  assert training_flags.runtime_config(f).worker_wait_seconds == 30
   assert flags.FLAGS["worker_wait_seconds"].default == 600

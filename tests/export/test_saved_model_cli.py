@@ -16,7 +16,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.export import export_classifier, export_encoder
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.text import InGraphTokenizer
+from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import tiny_config_dict
 

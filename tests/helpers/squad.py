@@ -37,7 +37,7 @@ def make_squad_spm_model(tmp_dir, vocab_size=200):
 
   Returns the .model path. Deterministic: fixed seed, one thread.
   """
-  from albert_tf.text import train_sentencepiece  # pylint: disable=g-import-not-at-top
+  from albert_tf.text.sentencepiece_training import train_sentencepiece  # pylint: disable=g-import-not-at-top
   tmp_dir = os.fspath(tmp_dir)
   corpus = os.path.join(tmp_dir, "squad_spm_corpus.txt")
   with open(corpus, "w", encoding="utf-8") as f:

@@ -6,8 +6,8 @@ model (<pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4) without any download.
 
 import os
 
-from albert_tf.text import train_sentencepiece
-from albert_tf.tools.build_corpus import build_docstring_corpus
+from albert_tf.text.sentencepiece_training import train_sentencepiece
+from albert_tf.tools.docstring_corpus import build_docstring_corpus
 
 # Hand-written documents with the cases the tokenizer tests need (digits with commas, accents,
 # quotes); `write_tiny_corpus` adds docstring documents (standard library first), so the corpus is

@@ -442,13 +442,13 @@ def _checkpoint_tools(a, pool, style):
       f"--export_path={p(os.path.join(cwd, 'albert_mrpc', 'model.ckpt'))}"], cwd)))
   config = f"--albert_config_file={p(a.config)}"
   if style == "relative":  # the README's round trip: official TF1 -> ours -> official TF1
-    runs.append(("convert tf1->tf2", _run_module("albert_tf.checkpoints.convert", [
+    runs.append(("convert tf1->tf2", _run_module("albert_tf.cli.convert", [
         config, f"--input_checkpoint={p(os.path.join(cwd, 'albert_mrpc'))}",
         f"--output_checkpoint={p(os.path.join(cwd, 'mrpc_tf2', 'ckpt'))}"], cwd)))
     tf2 = os.path.join(cwd, "mrpc_tf2")
   else:  # absolute paths: ours (the trained pretraining dir) -> official TF1
     tf2 = pretrained
-  runs.append(("convert tf2->tf1", _run_module("albert_tf.checkpoints.convert", [
+  runs.append(("convert tf2->tf1", _run_module("albert_tf.cli.convert", [
       config, f"--input_checkpoint={p(tf2)}",
       f"--output_checkpoint={p(os.path.join(cwd, 'mrpc_tf1', 'model.ckpt'))}"], cwd)))
   return types.SimpleNamespace(cwd=cwd, runs=runs)
@@ -477,7 +477,7 @@ def test_checkpoint_tools(jobs, style):
 
 # ----------------------------------------------------------------------------- served exports
 def _query(export_dir, *args):
-  return _run_module("albert_tf.tools.query_savedmodel", [f"--export_dir={export_dir}", *args],
+  return _run_module("albert_tf.cli.query_savedmodel", [f"--export_dir={export_dir}", *args],
                      os.path.dirname(export_dir))
 
 

@@ -58,9 +58,10 @@ def test_run_classifier_evaluates_predicts_and_serves_an_hf_classifier(assets):
   assert json.loads((root / "mnli" / "best_checkpoint.json").read_text())["checkpoint"] == hf_dir
   # Predictions: the HF head's rows in MNLI's label order (the in-process load, which matches
   # transformers to 1e-6, tests/checkpoints/test_hf_heads.py), on the script's own features.
-  from albert_tf.checkpoints import hf, init  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import init  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.hf.config import config_from_hf  # pylint: disable=g-import-not-at-top
   from albert_tf.models import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  model = AlbertClassifier(hf.config_from_hf(hf_dir), num_classes=3)
+  model = AlbertClassifier(config_from_hf(hf_dir), num_classes=3)
   init.restore_model_weights(model, hf_dir, label_list=MNLI_LABELS)
   features = scripts.read_feature_records(str(root / "mnli" / "mnli_predict.tf_record"))
   expected = model(features, training=False)["probabilities"].numpy()

@@ -3,6 +3,7 @@ bad configs and vocabularies, quiet output, online masking, export_checkpoints.p
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -112,19 +113,32 @@ def _assert_no_tensorflow_logs(output):
     assert noise not in output, (noise, output[-3000:])
 
 
-def test_scripts_print_their_own_lines_not_tensorflow_logs(glue_setup, tmp_path):
-  # (The export and TFLite step's quiet output: test_export_dir_is_a_tf_serving_base_path.)
-  args = _mrpc_flags(glue_setup, tmp_path / "out", f"--albert_config_file={glue_setup['config']}",
+@pytest.fixture(scope="module")
+def trained_and_exported(glue_setup, tmp_path_factory):
+  """One run_classifier.py --do_train --export_dir run (2 steps): its output is checked for
+  quietness (training, export and TFLite steps) and its export dir for the TF Serving layout;
+  one training run instead of one per test."""
+  root = tmp_path_factory.mktemp("trained_and_exported")
+  export = root / "export"
+  args = _mrpc_flags(glue_setup, root / "out", f"--albert_config_file={glue_setup['config']}",
                      f"--spm_model_file={glue_setup['spm']}", "--do_train", "--train_step=2",
-                     "--save_checkpoints_steps=2")
-  proc = _script("run_classifier.py", args, tmp_path)
+                     "--save_checkpoints_steps=2", f"--export_dir={export}")
+  proc = _script("run_classifier.py", args, root)
+  return dict(root=root, export=export, args=args, proc=proc)
+
+
+def test_scripts_print_their_own_lines_not_tensorflow_logs(trained_and_exported, tmp_path):
+  proc, args = trained_and_exported["proc"], trained_and_exported["args"]
   assert proc.returncode == 0, proc.stderr[-3000:]
   output = proc.stdout + proc.stderr
   assert "step 2/2 |" in output and "examples/s" in output and "ETA" in output
+  assert "Exported SavedModel version" in output
   _assert_no_tensorflow_logs(output)
-  # ALBERT_TF_VERBOSE brings TensorFlow's own lines back.
+  # ALBERT_TF_VERBOSE brings TensorFlow's own lines back (the same command, without the export,
+  # on a copy of the trained output dir).
+  shutil.copytree(trained_and_exported["root"] / "out", tmp_path / "out2")
   verbose = _script("run_classifier.py", args[:2] + [f"--output_dir={tmp_path / 'out2'}"] +
-                    args[3:], tmp_path, env={"ALBERT_TF_VERBOSE": "1"})
+                    args[3:-1], tmp_path, env={"ALBERT_TF_VERBOSE": "1"})
   assert verbose.returncode == 0, verbose.stderr[-3000:]
   assert "tensorflow/" in verbose.stderr or "oneDNN" in verbose.stderr
 
@@ -221,14 +235,12 @@ def test_export_checkpoints_writes_the_official_layout(pretraining_data, tmp_pat
 
 
 # ------------------------------------------------------------------------------ export layout
-def test_export_dir_is_a_tf_serving_base_path_with_tflite(glue_setup, tmp_path):
+def test_export_dir_is_a_tf_serving_base_path_with_tflite(trained_and_exported):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from ai_edge_litert.interpreter import Interpreter  # pylint: disable=g-import-not-at-top
-  export = tmp_path / "export"
-  args = _mrpc_flags(glue_setup, tmp_path / "out", f"--albert_config_file={glue_setup['config']}",
-                     f"--spm_model_file={glue_setup['spm']}", "--do_train", "--train_step=2",
-                     "--save_checkpoints_steps=2", f"--export_dir={export}")
-  proc = _script("run_classifier.py", args, tmp_path)
+  export, args = trained_and_exported["export"], trained_and_exported["args"]
+  tmp_path = trained_and_exported["root"]
+  proc = trained_and_exported["proc"]
   assert proc.returncode == 0, proc.stderr[-3000:]
   # The TFLite converter logs through absl (W0000 ... lines, absl's pre-init notice), which
   # TF_CPP_MIN_LOG_LEVEL does not reach: none of it is printed.

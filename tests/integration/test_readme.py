@@ -233,7 +233,7 @@ RULES = [
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
     Rule("curl", r"^curl .*localhost:8501",
          marked="queries the tensorflow_model_server above"),
-    Rule("query_savedmodel", r"^python -m albert_tf\.tools\.query_savedmodel "
+    Rule("query_savedmodel", r"^python -m albert_tf\.cli\.query_savedmodel "
          r".*--export_dir=out/mnli_export(\s|$)", after=["glue_mnli"],
          stdout=r"(entailment|neutral|contradiction)"),
     Rule("hf_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/hf_mnli(\s|$)",

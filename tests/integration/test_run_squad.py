@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from albert_tf import tokenization
 from albert_tf.checkpoints.init import restore_model_weights
-from albert_tf.cli import flags as cli
+from albert_tf.cli import command
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad as squad_data
 from albert_tf.errors import AlbertError
@@ -58,7 +58,7 @@ def _run(assets, output_dir, **kwargs):
            do_train=False, do_predict=False, export_dir=None, train_file=None,
            predict_file=None, num_train_epochs=3.0)
   f.update(kwargs)
-  cli.require_action(("do_train", "do_predict", "export_dir"), types.SimpleNamespace(**f))
+  command.require_action(("do_train", "do_predict", "export_dir"), types.SimpleNamespace(**f))
   run_keys = ("do_train", "train_batch_size", "predict_batch_size", "learning_rate",
               "num_train_epochs", "export_dir")
   task_values = {k: v for k, v in f.items() if k not in run_keys + (

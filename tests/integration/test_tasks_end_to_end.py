@@ -129,6 +129,56 @@ def jobs(request, assets):
   pool.pool.shutdown(wait=True, cancel_futures=True)
 
 
+class Serving:
+  """Every export of the module served at once: at the first request, the runs of all selected
+  tests that export are awaited and their calls made in two fresh interpreters, one with
+  tensorflow_text (raw-text signatures) and one without (SQuAD's token-id export must not need
+  it), instead of one interpreter (a TensorFlow start-up) per export. Calls are recorded one by
+  one (scripts.serve), so a broken export still fails only its own test."""
+
+  def __init__(self, root, jobs, builders):
+    self.root, self.jobs, self.builders = root, jobs, builders
+    self.served = None
+
+  def get(self, key):
+    """[(call, outputs or {"__error__": ...})] of the job `key`'s export."""
+    if self.served is None:
+      self._serve_all()
+    if isinstance(self.served.get(key), Exception):
+      raise self.served[key]
+    return self.served.get(key, [])
+
+  def _serve_all(self):
+    self.served, groups = {}, {True: [], False: []}
+    for key, builder in self.builders.items():
+      if key not in self.jobs.futures:  # no selected test needs this run
+        continue
+      try:
+        calls = builder(self.jobs.result(key))
+      except Exception as e:  # pylint: disable=broad-except
+        self.served[key] = e  # the test that asks for it reports it
+        continue
+      groups[key[0] != "squad"] += [(key, call) for call in calls]
+    for tensorflow_text, keyed in groups.items():
+      if not keyed:
+        continue
+      try:
+        results = scripts.serve(str(self.root / f"serving_{int(tensorflow_text)}"),
+                                [call for _, call in keyed], tensorflow_text)
+      except AssertionError as e:  # the interpreter itself failed: every test of it reports it
+        for key, _ in keyed:
+          self.served[key] = e
+        continue
+      for (key, call), result in zip(keyed, results):
+        self.served.setdefault(key, []).append((call, result))
+
+
+@pytest.fixture(scope="module")
+def serving(jobs, assets):
+  return Serving(assets.root, jobs, {key: (lambda run, f=f: f(assets, run))
+                                     for key, f in _SERVING_CALLS.items()})
+
+
 # ----------------------------------------------------------------------------------- GLUE
 def _glue_common(assets, task, output_dir, train_step=4):
   """run_glue.sh's COMMON_ARGS (tiny values), plus the per-task run_task arguments."""
@@ -226,18 +276,9 @@ def _glue_calls(run):
 
 
 @pytest.fixture(scope="module")
-def glue_served(assets):
+def glue_served(serving):
   """task -> {signature: outputs}: the task's export served in a fresh interpreter."""
-  cache = {}
-
-  def serve(run):
-    if run.task not in cache:
-      calls = _glue_calls(run)
-      results = (scripts.serve(str(assets.root / "glue_serving" / run.task), calls)
-                 if calls else [])
-      cache[run.task] = {c["signature"]: r for c, r in zip(calls, results)}
-    return cache[run.task]
-  return serve
+  return lambda run: {c["signature"]: r for c, r in serving.get(("glue", run.task))}
 
 
 def _check_checkpoint_best(p, output_dir, head_shape):
@@ -435,7 +476,7 @@ def _race_calls(assets, out, export):
   return calls
 
 
-def test_race_train_eval_predict_export_serve(race_run, assets):
+def test_race_train_eval_predict_export_serve(race_run, assets, serving):
   assert race_run.proc.returncode == 0, scripts.describe(race_run.proc)
   p = Problems()
   out = race_run.out
@@ -468,11 +509,12 @@ def test_race_train_eval_predict_export_serve(race_run, assets):
     scripts.versioned_export(race_run.export)
   except AssertionError as e:
     p.add(str(e))
-  calls = _race_calls(assets, out, race_run.export)
+  served = serving.get(("race",))
+  calls = [call for call, _ in served]
   p.check(len(calls) == 2, f"serving calls {[c['signature'] for c in calls]} (no export or "
                            f"no predict tf_record)")
   if probabilities.shape == (len(test), 4):
-    for call, result in zip(calls, scripts.serve(str(assets.root / "race_serving"), calls)):
+    for call, result in served:
       _check_served_classification(p, call["signature"], result, probabilities, predicted,
                                    list("ABCD"))
   p.done()
@@ -511,7 +553,38 @@ def squad_run(jobs, request):
   return jobs.result(("squad", request.param))
 
 
-def test_squad_train_eval_predict_export_serve(squad_run, assets):
+def _squad_export(run):
+  """(versioned export, None) or (None, why not). TF Serving layout: E/<version>/, or the
+  official run_squad_v1's E/saved_model/<version>/."""
+  error = None
+  for base in (run.export, os.path.join(run.export, "saved_model")):
+    try:
+      return scripts.versioned_export(base), None
+    except AssertionError as e:
+      error = str(e)
+  return None, error
+
+
+def _squad_features(run):
+  names = ["input_ids", "input_mask", "segment_ids"] + (
+      ["p_mask"] if run.version == "v2.0" else [])
+  features = scripts.read_feature_records(os.path.join(run.out, "dev.tfrecord"),
+                                          names + ["unique_ids"])
+  return features, features.pop("unique_ids")[:, 0]
+
+
+def _squad_calls(assets, run):
+  """serving_default on the script's own feature file (--predict_feature_file)."""
+  del assets
+  export, _ = _squad_export(run)
+  if not (export and os.path.exists(os.path.join(run.out, "dev.tfrecord"))):
+    return []
+  features, _ = _squad_features(run)
+  return [dict(export_dir=export, signature="serving_default",
+               inputs={k: v.tolist() for k, v in features.items()})]
+
+
+def test_squad_train_eval_predict_export_serve(squad_run, assets, serving):
   import json  # pylint: disable=g-import-not-at-top
   assert squad_run.proc.returncode == 0, scripts.describe(squad_run.proc)
   v2 = squad_run.version == "v2.0"
@@ -541,23 +614,12 @@ def test_squad_train_eval_predict_export_serve(squad_run, assets):
     p.check(os.path.exists(os.path.join(out, "null_odds.json")), "no null_odds.json")
   # Served answer: the SavedModel's outputs for the script's own feature file, post-processed
   # as the script does, give the script's n-best lists.
-  # TF Serving layout: E/<version>/, or the official run_squad_v1's E/saved_model/<version>/.
-  export = None
-  for base in (squad_run.export, os.path.join(squad_run.export, "saved_model")):
-    try:
-      export = scripts.versioned_export(base)
-      break
-    except AssertionError as e:
-      error = str(e)
+  export, error = _squad_export(squad_run)
   p.check(export, error)
   record = os.path.join(out, "dev.tfrecord")
   if p.check(export and os.path.exists(record), "no export or no --predict_feature_file"):
-    names = ["input_ids", "input_mask", "segment_ids"] + (["p_mask"] if v2 else [])
-    features = scripts.read_feature_records(record, names + ["unique_ids"])
-    unique_ids = features.pop("unique_ids")[:, 0]
-    result = scripts.serve(str(assets.root / f"squad_serving_{squad_run.version}"), [dict(
-        export_dir=export, signature="serving_default",
-        inputs={k: v.tolist() for k, v in features.items()})], tensorflow_text=False)[0]
+    _, unique_ids = _squad_features(squad_run)
+    (_, result), = serving.get(("squad", squad_run.version))
     if p.check("__error__" not in result, f"serving_default: {result.get('__error__')}"):
       served_nbest = _squad_nbest_from_served(squad_run, assets, result, unique_ids, v2)
       for qid in qids:
@@ -661,18 +723,24 @@ def _check_tf1_finetuned_predictions(run, task_name, num_choices=None):
   return p, expected
 
 
-def test_classifier_uses_an_official_tf1_finetuned_output_dir(jobs, assets):
-  run = jobs.result(("test_classifier_uses_an_official_tf1_finetuned_output_dir",))
+def _tf1_mrpc_calls(assets, run):
+  return _glue_calls(types.SimpleNamespace(export=run.export, out=run.out, task="MRPC",
+                                           spec=GLUE_TASKS["MRPC"],
+                                           tests=assets.glue_tests["MRPC"]))
+
+
+def test_classifier_uses_an_official_tf1_finetuned_output_dir(jobs, serving):
+  key = ("test_classifier_uses_an_official_tf1_finetuned_output_dir",)
+  run = jobs.result(key)
   p, expected = _check_tf1_finetuned_predictions(run, "mrpc")
   out, export = run.out, run.export
   _, rows = scripts.read_submission(os.path.join(out, "MRPC.tsv"))
   p.check([r[-1] for r in rows] == [str(i) for i in expected.argmax(-1)],
           f"MRPC.tsv labels {[r[-1] for r in rows]} != NumPy argmax")
-  glue_run = types.SimpleNamespace(export=export, out=out, task="MRPC",
-                                   spec=GLUE_TASKS["MRPC"], tests=assets.glue_tests["MRPC"])
-  calls = _glue_calls(glue_run)
+  served = serving.get(key)
+  calls = [call for call, _ in served]
   p.check(len(calls) == 2, f"export {export} not servable: {calls}")
-  for call, result in zip(calls, scripts.serve(str(run.root / "serving"), calls)):
+  for call, result in served:
     _check_served_classification(p, call["signature"], result, expected,
                                  [str(i) for i in expected.argmax(-1)], ["0", "1"], atol=1e-4)
   p.done()
@@ -697,21 +765,31 @@ def test_classifier_output_dir_checkpoint_without_head_fails(jobs):
       jobs.result(("test_classifier_output_dir_checkpoint_without_head_fails",)))
 
 
-def test_threshold_to_export_is_served(jobs, assets):
-  run = jobs.result(("test_threshold_to_export_is_served",))
-  assert run.proc.returncode == 0, scripts.describe(run.proc)
+def _threshold_calls(assets, run):
+  """A raw-text pair and a tf.Example (token ids) request to the export."""
   served_dir = _export_for_serving(run.export)
-  assert served_dir, f"no SavedModel under {run.export}"
+  if not served_dir:
+    return []
   tests = assets.glue_tests["MRPC"]
   features = {"input_ids": [[2, 10, 11, 3] + [0] * (SEQ - 4)],
               "input_mask": [[1] * 4 + [0] * (SEQ - 4)], "segment_ids": [[0] * SEQ]}
-  calls = [dict(export_dir=served_dir, signature="serving_default",
-                inputs={"text_a": [tests[0].text_a], "text_b": [tests[0].text_b]}),
-           dict(export_dir=served_dir, signature="tf_example",
-                inputs={"examples": scripts.tf_examples_b64(
-                    {k: np.array(v) for k, v in features.items()})})]
+  return [dict(export_dir=served_dir, signature="serving_default",
+               inputs={"text_a": [tests[0].text_a], "text_b": [tests[0].text_b]}),
+          dict(export_dir=served_dir, signature="tf_example",
+               inputs={"examples": scripts.tf_examples_b64(
+                   {k: np.array(v) for k, v in features.items()})})]
+
+
+def test_threshold_to_export_is_served(jobs, serving):
+  key = ("test_threshold_to_export_is_served",)
+  run = jobs.result(key)
+  assert run.proc.returncode == 0, scripts.describe(run.proc)
+  served_dir = _export_for_serving(run.export)
+  assert served_dir, f"no SavedModel under {run.export}"
+  served = serving.get(key)
+  assert len(served) == 2, served
   p = Problems()
-  for call, result in zip(calls, scripts.serve(str(run.root / "serving"), calls)):
+  for call, result in served:
     if p.check("__error__" not in result, f"{call['signature']}: {result.get('__error__')}"):
       p.check("threshold" in result and np.allclose(result["threshold"], 0.3),
               f"{call['signature']}: threshold output {result.get('threshold')} (outputs "
@@ -719,12 +797,14 @@ def test_threshold_to_export_is_served(jobs, assets):
   p.done()
 
 
-def test_race_uses_an_official_tf1_finetuned_output_dir(jobs, assets):
-  run = jobs.result(("test_race_uses_an_official_tf1_finetuned_output_dir",))
+def test_race_uses_an_official_tf1_finetuned_output_dir(jobs, serving):
+  key = ("test_race_uses_an_official_tf1_finetuned_output_dir",)
+  run = jobs.result(key)
   p, expected = _check_tf1_finetuned_predictions(run, "race", num_choices=4)
-  calls = _race_calls(assets, run.out, run.export)
+  served = serving.get(key)
+  calls = [call for call, _ in served]
   p.check(len(calls) == 2, f"export {run.export} not servable: {calls}")
-  for call, result in zip(calls, scripts.serve(str(run.root / "serving"), calls)):
+  for call, result in served:
     _check_served_classification(p, call["signature"], result, expected,
                                  ["ABCD"[i] for i in expected.argmax(-1)], list("ABCD"),
                                  atol=1e-4)
@@ -756,4 +836,15 @@ _RUNNERS = {
     ("test_race_output_dir_checkpoint_without_head_fails",): (
         lambda a, j: _run_tf1(a, "tf1_race_headless", "run_race.py", 1, False,
                               _RACE_FROM_OUTPUT_DIR), []),
+}
+
+# The serving calls of every run that exports: key -> calls(assets, run) (made by `Serving`).
+_SERVING_CALLS = {
+    **{("glue", t): (lambda a, run: _glue_calls(run)) for t in GLUE_TASKS},
+    ("race",): lambda a, run: _race_calls(a, run.out, run.export),
+    **{("squad", v): _squad_calls for v in ("v1.1", "v2.0")},
+    ("test_classifier_uses_an_official_tf1_finetuned_output_dir",): _tf1_mrpc_calls,
+    ("test_threshold_to_export_is_served",): _threshold_calls,
+    ("test_race_uses_an_official_tf1_finetuned_output_dir",): (
+        lambda a, run: _race_calls(a, run.out, run.export)),
 }

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import tokenization
-from albert_tf.text import InGraphTokenizer
+from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 from tests.helpers import text as text_helpers
 
 

@@ -4,7 +4,7 @@ import pytest
 import sentencepiece as spm
 
 from albert_tf.errors import AlbertError
-from albert_tf.text import train_sentencepiece
+from albert_tf.text.sentencepiece_training import train_sentencepiece
 
 
 def test_trained_model_follows_official_conventions(spm_model):

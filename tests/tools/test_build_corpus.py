@@ -5,7 +5,7 @@ import os
 import pytest
 
 from albert_tf.errors import AlbertError
-from albert_tf.tools.build_corpus import build_docstring_corpus
+from albert_tf.tools.docstring_corpus import build_docstring_corpus
 
 
 def test_build_docstring_corpus(tmp_path):

@@ -4,7 +4,7 @@ format, a labelled held-out file, clear errors."""
 import pytest
 
 from albert_tf.errors import AlbertError
-from albert_tf.tools.make_pair_task import make_sentence_pairs, read_documents, write_mrpc_task
+from albert_tf.tools.pair_task import make_sentence_pairs, read_documents, write_mrpc_task
 
 
 def _corpus(tmp_path, docs):

@@ -53,7 +53,7 @@ def _write(path, rows, header=HEADER):
 
 
 def _query(args, cwd):
-  return subprocess.run([sys.executable, "-m", "albert_tf.tools.query_savedmodel"] + args,
+  return subprocess.run([sys.executable, "-m", "albert_tf.cli.query_savedmodel"] + args,
                         capture_output=True, text=True, cwd=cwd, timeout=300, check=False,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO))
 

@@ -120,7 +120,7 @@ def test_build_corpus_signal_leftovers_and_rerun(tmp_path, sig, live_pid):
   dead = _dead_pid()
   leftovers = [f"corpus.txt.tmp-{dead}"]
   kept = [f"corpus.txt.tmp-{live_pid}", "notes.txt", f"other.txt.tmp-{dead}"]
-  argv = ["-m", "albert_tf.tools.build_corpus", "--output_file=out/corpus.txt", "--max_mb=3"]
+  argv = ["-m", "albert_tf.cli.build_corpus", "--output_file=out/corpus.txt", "--max_mb=3"]
   # Signalled while the corpus is being written (its temporary exists).
   code, _, stderr, children = _signal_when(
       argv, tmp_path, sig, lambda pid: (out / f"corpus.txt.tmp-{pid}").exists())
@@ -132,7 +132,7 @@ def test_build_corpus_signal_leftovers_and_rerun(tmp_path, sig, live_pid):
   done = _run(argv, tmp_path)
   assert done.returncode == 0, done.stderr[-2000:]
   assert sorted(os.listdir(out)) == sorted(kept + ["corpus.txt"])
-  clean = _run(["-m", "albert_tf.tools.build_corpus", "--output_file=clean.txt", "--max_mb=3"],
+  clean = _run(["-m", "albert_tf.cli.build_corpus", "--output_file=clean.txt", "--max_mb=3"],
                tmp_path)
   assert clean.returncode == 0, clean.stderr[-2000:]
   assert filecmp.cmp(out / "corpus.txt", tmp_path / "clean.txt", shallow=False)
@@ -150,7 +150,7 @@ def test_train_spm_signal_during_training_leftovers_and_rerun(tmp_path, corpus, 
   still stops within seconds with its line, and leaves nothing."""
   out = tmp_path / "spm"
   out.mkdir()
-  argv = ["-m", "albert_tf.tools.train_spm", f"--input_file={corpus}",
+  argv = ["-m", "albert_tf.cli.train_spm", f"--input_file={corpus}",
           "--model_prefix=spm/30k-clean", "--vocab_size=2000"]
   started = {}
 
@@ -192,7 +192,7 @@ def official(tmp_path_factory):
 
 
 def _convert_argv(official_dir, output, *extra):
-  return ["-m", "albert_tf.checkpoints.convert",
+  return ["-m", "albert_tf.cli.convert",
           f"--albert_config_file={official_dir / 'albert_config.json'}",
           f"--input_checkpoint={official_dir / 'model.ckpt-best'}",
           f"--output_checkpoint={output}"] + list(extra)

@@ -65,7 +65,7 @@ def official_layout(output_dir, step, tmp_dir):
   """Our final checkpoint, converted to the official TF1 layout by our converter -> {name: array}."""
   prefix = os.path.join(tmp_dir, "official_layout", "model.ckpt")
   proc = subprocess.run(
-      [sys.executable, "-m", "albert_tf.checkpoints.convert", f"--albert_config_file={CONFIG}",
+      [sys.executable, "-m", "albert_tf.cli.convert", f"--albert_config_file={CONFIG}",
        f"--input_checkpoint={output_dir}/ckpt-{step}", f"--output_checkpoint={prefix}",
        "--output_format=tf1"],
       capture_output=True, text=True, cwd=tmp_dir, env=subprocess_env(), timeout=300,

@@ -27,7 +27,6 @@ document. Output: the official feature format (albert_tf/data/pretraining/record
 import ctypes
 import dataclasses
 import gc
-import glob
 import multiprocessing
 import os
 import queue
@@ -37,6 +36,7 @@ import sys
 import threading
 import time
 
+from albert_tf.common import file_patterns
 from albert_tf.common import fileio
 from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
@@ -188,27 +188,6 @@ class DocumentEncoder:
 
 
 # ----------------------------------------------------------------------------- reading
-
-
-def resolve_input_files(input_file):
-  """--input_file (comma-separated globs) -> sorted file list per pattern; errors name the flag."""
-  files = []
-  for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
-    if "://" in pattern:
-      import tensorflow as tf  # lazy: create_pretraining_data's workers stay TensorFlow-free
-      matches = sorted(tf.io.gfile.glob(pattern))
-    else:
-      matches = sorted(glob.glob(os.path.expanduser(pattern)))
-    matches = [m for m in matches if "://" in m or os.path.isfile(m)]
-    if not matches:
-      raise AlbertError(f"--input_file: no file matches {pattern!r}")
-    files.extend(matches)
-  if not files:
-    raise AlbertError("--input_file is empty; expected comma-separated files or globs")
-  for path in files:
-    if "://" not in path and not os.access(path, os.R_OK):
-      raise AlbertError(f"--input_file: {path} is not readable (permission denied)")
-  return files
 
 
 def _open_binary(path):
@@ -658,8 +637,8 @@ def create_pretraining_data(input_file,
   """Writes pretraining TFRecords from raw text; returns the statistics report (a dict).
 
   Args:
-    input_file: comma-separated files or globs (one sentence per line, blank line between
-      documents).
+    input_file: comma-separated files or globs, by `common.file_patterns`' rule (one sentence
+      per line, blank line between documents).
     output_file: comma-separated output files; records are written round-robin.
     spm_model_file / vocab_file: the tokenizer (SentencePiece model, else WordPiece vocabulary).
     do_lower_case: lower-case the text before tokenizing.
@@ -675,7 +654,7 @@ def create_pretraining_data(input_file,
     AlbertError: bad flags or input; no output file is left behind.
   """
   _validate(options, num_workers, chunk_mb, invalid_utf8)
-  files = resolve_input_files(input_file)
+  files = file_patterns.expand(input_file)
   output_files = [p.strip() for p in output_file.split(",") if p.strip()]
   if not output_files:
     raise AlbertError("--output_file is empty; expected comma-separated output paths")

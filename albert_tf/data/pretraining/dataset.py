@@ -12,24 +12,10 @@ file and index travel with it), see `albert_tf.data.record_checks`.
 from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
+from albert_tf.common import file_patterns
 from albert_tf.data import record_checks
 from albert_tf.data.pretraining import record_format
 from albert_tf.errors import AlbertError
-
-
-def expand_input_patterns(input_file):
-  """Comma-separated glob patterns (--input_file) -> sorted list of files; error if one matches
-  nothing."""
-  patterns = [p.strip() for p in str(input_file or "").split(",") if p.strip()]
-  if not patterns:
-    raise AlbertError("--input_file is empty: expected one or more comma-separated globs")
-  files = []
-  for pattern in patterns:
-    matched = sorted(tf.io.gfile.glob(pattern))
-    if not matched:
-      raise AlbertError(f"--input_file: no file matches {pattern!r}")
-    files.extend(matched)
-  return files
 
 
 def _first_record(path):
@@ -89,7 +75,8 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
   """Batches of parsed pretraining records.
 
   Args:
-    input_file: comma-separated globs (the official --input_file) or a list of paths.
+    input_file: comma-separated globs (the official --input_file, by
+      `common.file_patterns`' rule) or a list of paths.
     max_seq_length, max_predictions_per_seq: lengths written in the records.
     batch_size: examples per batch produced by this pipeline.
     is_training: repeat + shuffle + interleave, and drop the final partial batch.
@@ -112,7 +99,7 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
     `record_checks.explain_input_error` turns into a one-line AlbertError.
   """
   files = (list(input_file) if isinstance(input_file, (list, tuple))
-           else expand_input_patterns(input_file))
+           else file_patterns.expand(input_file))
   if check_format:
     record_checks.check_record_files(files)
     check_record_format(files, max_seq_length, max_predictions_per_seq)

@@ -7,9 +7,9 @@ import numpy as np
 from absl import logging
 
 from albert_tf.common import fileio, kinds
-from albert_tf.checkpoints import hf_config
-from albert_tf.checkpoints import hf_heads
-from albert_tf.checkpoints import hf_tensors
+from albert_tf.checkpoints.hf import config as hf_config
+from albert_tf.checkpoints.hf import heads as hf_heads
+from albert_tf.checkpoints.hf import tensors as hf_tensors
 from albert_tf.checkpoints import official_names
 
 

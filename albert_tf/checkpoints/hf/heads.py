@@ -11,8 +11,8 @@ from absl import logging
 
 from albert_tf.common import kinds
 from albert_tf.checkpoints import official_names
-from albert_tf.checkpoints.hf_config import CONFIG_NAME, read_hf_config_json
-from albert_tf.checkpoints.hf_tensors import read_hf_tensors
+from albert_tf.checkpoints.hf.config import CONFIG_NAME, read_hf_config_json
+from albert_tf.checkpoints.hf.tensors import read_hf_tensors
 from albert_tf.errors import AlbertError
 
 # The HF architecture of each kind. SQuAD v2.0's head has no HF ALBERT counterpart: its encoder

@@ -1,7 +1,8 @@
 """The tensors of an HF ALBERT directory read as NumPy arrays, no PyTorch; HF names (`albert.`,
 `predictions.`, ...) as in `official_names`. Read, first found wins: `model.safetensors` (or
-its shards), `pytorch_model.bin` (or its shards; `hf_torch_bin`, never running the pickle),
-`tf_model.h5` (`hf_tf_h5`). Written: `model.safetensors`."""
+its shards), `pytorch_model.bin` (or its shards; `torch_bin`, never running the pickle),
+`tf_model.h5` (`tf_h5`). Written: `model.safetensors`. `is_hf_directory`: an HF directory, told
+by its files."""
 
 import json
 import os
@@ -11,8 +12,8 @@ import safetensors
 from safetensors import numpy as st_numpy
 
 from albert_tf.common import fileio
-from albert_tf.checkpoints import hf_tf_h5
-from albert_tf.checkpoints import hf_torch_bin
+from albert_tf.checkpoints.hf import tf_h5, torch_bin
+from albert_tf.checkpoints.hf.config import CONFIG_NAME
 from albert_tf.errors import AlbertError
 
 WEIGHTS_NAME = "model.safetensors"
@@ -37,6 +38,20 @@ BUFFER_SUFFIXES = (".position_ids", ".token_type_ids")
 def has_weights_file(path):
   """True when the directory holds any HF weights file (WEIGHT_FILES)."""
   return weights_file(path) is not None
+
+
+def is_hf_directory(path):
+  """True when `path` is a directory holding an HF `config.json` (and no TF checkpoint state).
+
+  A directory with `config.json` counts even without weights, so that loading it reports the
+  missing weights file rather than "no checkpoint".
+  """
+  path = os.fspath(path)
+  if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, CONFIG_NAME)):
+    return False
+  if has_weights_file(path):
+    return True
+  return not os.path.exists(os.path.join(path, "checkpoint"))
 
 
 def _load_safetensors_file(file, shapes_only=False):
@@ -96,8 +111,8 @@ INDEX_SUFFIX = ".index.json"
 # transformers reads only with from_tf=True, last) -> the reader of one file (None: an index).
 WEIGHT_FILES = {
     WEIGHTS_NAME: _load_safetensors_file, WEIGHTS_INDEX_NAME: None,
-    TORCH_WEIGHTS_NAME: hf_torch_bin.read_torch_file, TORCH_WEIGHTS_INDEX_NAME: None,
-    TF_WEIGHTS_NAME: hf_tf_h5.read_tf_h5,
+    TORCH_WEIGHTS_NAME: torch_bin.read_torch_file, TORCH_WEIGHTS_INDEX_NAME: None,
+    TF_WEIGHTS_NAME: tf_h5.read_tf_h5,
 }
 
 

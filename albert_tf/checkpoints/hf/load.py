@@ -12,9 +12,9 @@ import numpy as np
 from absl import logging
 
 from albert_tf.common import kinds
-from albert_tf.checkpoints import hf_config
-from albert_tf.checkpoints import hf_heads
-from albert_tf.checkpoints import hf_tensors
+from albert_tf.checkpoints.hf import config as hf_config
+from albert_tf.checkpoints.hf import heads as hf_heads
+from albert_tf.checkpoints.hf import tensors as hf_tensors
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.errors import AlbertError
@@ -117,8 +117,8 @@ def load_hf_checkpoint(model, path, label_list=None, require_head=False):
 
   Works for an AlbertEncoder or any model holding one at `.encoder`; the heads (pretraining,
   sequence classification, multiple choice, question answering) load when the model has them
-  and the directory holds them (the table in albert_tf/checkpoints/hf.py). HF's tied copies
-  (`predictions.decoder.*`) must equal what they are tied to.
+  and the directory holds them (the table in albert_tf/checkpoints/hf/__init__.py). HF's tied
+  copies (`predictions.decoder.*`) must equal what they are tied to.
 
   Args:
     model: AlbertEncoder, AlbertPretrainer or a task model with `.encoder`, built with the

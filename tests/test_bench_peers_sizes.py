@@ -1,0 +1,98 @@
+"""bench/peers/sizes.py's pure parts (no TensorFlow): the ISA classes and their emulation labels,
+the parameter counts of the official v2 configs, the batch cut for xxlarge at 512, and the
+size-axis table's "did not fit" rows (issue 41)."""
+
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [REPO, os.path.join(REPO, "bench", "peers")]
+
+import report  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+import sizes  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+
+ZEN4 = {"avx2": True, "avx512f": True, "avx512_bf16": True, "amx_bf16": False}
+AMX = dict(ZEN4, amx_bf16=True)
+AVX2_ONLY = {"avx2": True}
+
+
+def test_cpu_flags_parse_cpuinfo(tmp_path):
+  cpuinfo = tmp_path / "cpuinfo"
+  cpuinfo.write_text("model name\t: X\nflags\t\t: fpu sse4_1 avx2 avx512f avx512_bf16\n")
+  flags = sizes.cpu_flags(str(cpuinfo))
+  assert flags["avx2"] and flags["avx512f"] and flags["avx512_bf16"]
+  assert not flags["amx_bf16"]
+  assert sizes.native_class(flags) == "AVX512-BF16"
+
+
+def test_isa_classes_and_emulation_labels():
+  assert sizes.isa_info(AMX)["label"] == "AMX"
+  assert sizes.isa_info(AVX2_ONLY)["effective"] == "AVX2"
+  capped = sizes.isa_info(AMX, "avx2")
+  assert capped["effective"] == "AVX2"
+  assert capped["label"] == "AVX2 (emulated via ONEDNN_MAX_CPU_ISA=AVX2)"
+  # A cap above what the CPU has changes nothing: the row is the native class, not "emulated".
+  assert sizes.isa_info(ZEN4, "AVX512_CORE_AMX")["label"] == "AVX512-BF16"
+  assert sizes.isa_info(AMX, "AVX512_CORE")["effective"] == "AVX-512"
+  with pytest.raises(ValueError):
+    sizes.isa_info(AMX, "AVX3")
+
+
+def test_variant_env_caps_tf_and_torch_only():
+  isa = sizes.isa_info(AMX, "AVX2")
+  env, label = sizes.variant_env("savedmodel", isa)
+  assert env["ONEDNN_MAX_CPU_ISA"] == "AVX2" and "emulated" in label
+  env, label = sizes.variant_env("hf", isa)
+  assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+  env, label = sizes.variant_env("ort", isa)
+  assert env.get("ONEDNN_MAX_CPU_ISA") != "AVX2" or os.environ.get("ONEDNN_MAX_CPU_ISA")
+  assert label == "AMX (native: no ISA cap knob)"
+  env, label = sizes.variant_env("garden", sizes.isa_info(AMX))
+  assert "ONEDNN_MAX_CPU_ISA" not in env or os.environ.get("ONEDNN_MAX_CPU_ISA")
+  assert label == "AMX"
+
+
+def test_official_v2_sizes():
+  # The official v2 parameter counts (classifier: + pooler + 2-class head): 12M, 18M, 223M.
+  assert round(sizes.params(sizes.SIZES["base"]) / 1e6) == 12
+  assert round(sizes.params(sizes.SIZES["large"]) / 1e6) == 18
+  assert round(sizes.params(sizes.SIZES["xxlarge"]) / 1e6) == 223
+  for size in ("base", "large", "xxlarge"):
+    c = sizes.SIZES[size]
+    assert (c["embedding_size"], c["vocab_size"], c["num_hidden_groups"]) == (128, 30000, 1)
+
+
+def test_xxlarge_512_runs_batch_8_with_a_reason():
+  batch, reason = sizes.choose_batch("xxlarge", sizes.SIZES["xxlarge"], 512, 32, 24)
+  assert batch == 8 and "24 GiB" in reason and "batch 8" in reason
+  assert sizes.choose_batch("base", sizes.SIZES["base"], 512, 32, 24) == (32, None)
+  assert sizes.choose_batch("xxlarge", sizes.SIZES["xxlarge"], 128, 32, 24) == (32, None)
+  # the slow cells run one pass of 3 calls; base b1 s128 keeps the asked-for passes and calls
+  assert sizes.schedule(sizes.SIZES["xxlarge"], 8, 512, 2, 10, 100)[:3] == (1, 1, 3)
+  assert sizes.schedule(sizes.SIZES["base"], 1, 128, 2, 10, 100)[:3] == (2, 2, 10)
+
+
+def test_markdown_sizes_reports_every_variant():
+  ok = {"status": "ok", "median_ms": 12.0, "calls": 6, "passes": 2, "peak_mib": 2048.0,
+        "load_s": 1.0, "isa": "AVX2 (emulated via ONEDNN_MAX_CPU_ISA=AVX2)", "vs_ours_fp32": 1.0,
+        "per_pass_ms": {0: 12.0, 1: 12.0}}
+  result = {
+      "cpu": "Test CPU", "cpu_flags": AMX, "isa": sizes.isa_info(AMX, "AVX2"),
+      "versions": {"tensorflow": "x"}, "load_before": "", "load_after": "",
+      "settings": {"passes": 2, "calls": 10, "budget_s": 60, "total_budget_h": 1, "mem_gib": 24},
+      "sizes": {"xxlarge": {"disk": {"ours fp32": 2**30}, "failures": {}}},
+      "cells": [{"size": "xxlarge", "seq": 512, "batch": 8, "batch_reason": "batch 32 too big",
+                 "rows": {"ours fp32": ok,
+                          "HF torch fp32": {"status": "did not fit (killed by SIGKILL: out "
+                                                      "of memory)"}}}],
+      "training": [], "goals": [{"where": "xxlarge s512 b8", "ours": "ours fp32",
+                                 "peer": "HF torch fp32", "ratio": None, "goal": 1.0,
+                                 "met": None}]}
+  text = report.markdown_sizes(result)
+  assert "| xxlarge | 512 | 8 | ours fp32 | AVX2 (emulated via ONEDNN_MAX_CPU_ISA=AVX2) | " \
+         "12.0 ms | 1.00x | 2.00 GiB |" in text
+  assert "| xxlarge | 512 | 8 | HF torch fp32 |" in text and "did not fit (killed" in text
+  assert "| xxlarge | ours fp32 | 1024.0 MiB |" in text
+  assert "batch 32 too big" in text and "not run" in text

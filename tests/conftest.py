@@ -8,6 +8,9 @@ import os
 
 # Before TensorFlow is imported anywhere: no info logs.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# tf.keras = tf_keras, as the scripts set it (console.quiet_startup); inherited by every process a
+# test starts (a SavedModel client too), it spares each the import of Keras 3.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import pytest  # noqa: E402
 

@@ -178,3 +178,23 @@ def test_an_unfinished_line_is_passed_on_promptly(tmp_path):
     assert seen == b"Overwrite out/? [y/N] "
   finally:
     proc.communicate(b"n\n", timeout=30)
+
+
+def test_startup_points_tf_keras_at_tf_keras_and_spares_keras_3(tmp_path):
+  """A script's tf.keras is tf_keras (our models' Keras), and `import tensorflow` no longer
+  imports Keras 3 at every start."""
+  program = tmp_path / "keras_program.py"
+  program.write_text(textwrap.dedent("""
+      import sys
+      from albert_tf.common import console
+      console.quiet_startup()
+      import tensorflow as tf
+      import tf_keras
+      print(tf.keras.layers.Dense is tf_keras.layers.Dense, "keras" in sys.modules)
+      """), encoding="utf-8")
+  env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+  env["PYTHONPATH"] = REPO
+  proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, env=env,
+                        timeout=300, check=False)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert proc.stdout.split() == ["True", "False"]

@@ -146,9 +146,9 @@ class HubEncoderModule(_Trackable):
     # The signatures of the heads held only: a tf.function attribute is saved (and traced)
     # whether or not it is a signature, and would capture the other heads' variables.
     if SOP in heads:
-      self.sop = tf.function(self._sop, input_signature=[_IDS, _IDS, _IDS])
+      self.sop = tf.function(self._sop, autograph=False, input_signature=[_IDS, _IDS, _IDS])
     if MLM in heads:
-      self.mlm_signature = tf.function(self._mlm_signature,
+      self.mlm_signature = tf.function(self._mlm_signature, autograph=False,
                                        input_signature=[_IDS, _IDS, _IDS, _IDS])
       self.mlm = _HubCallable(_MlmModel(pretrainer), pretrainer.config, _HUB_MLM_INPUTS,
                               with_mlm=True)
@@ -163,7 +163,7 @@ class HubEncoderModule(_Trackable):
     return outputs, {"sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
                      "pooled_output": tf.cast(outputs["pooled_output"], tf.float32)}
 
-  @tf.function(input_signature=[_IDS, _IDS, _IDS])
+  @tf.function(autograph=False, input_signature=[_IDS, _IDS, _IDS])
   def tokens(self, input_ids, input_mask, segment_ids):
     return self._encode(input_ids, input_mask, segment_ids)[1]
 
@@ -178,7 +178,7 @@ class HubEncoderModule(_Trackable):
     result["mlm_logits"] = tf.cast(outputs["mlm_logits"], tf.float32)
     return result
 
-  @tf.function(input_signature=[])
+  @tf.function(autograph=False, input_signature=[])
   def tokenization_info(self):
     return {"vocab_file": self.vocab_file.asset_path
                           if self.vocab_file is not None else tf.constant(""),

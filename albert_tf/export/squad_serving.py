@@ -37,7 +37,7 @@ class SquadServing(tf.Module):
                                                  seq_length=max_seq_length)
       return model(features, training=False)
 
-    self.serve = tf.function(serve, input_signature=specs)
+    self.serve = tf.function(serve, autograph=False, input_signature=specs)
 
 
 # The official run_squad_v1 export: `<export_dir>/saved_model/<version>/` (+ the TFLite file

@@ -275,7 +275,7 @@ class Trainer:
       return loss, aux, grads
 
     if self.jit_compile:
-      return tf.function(forward_backward, jit_compile=True)
+      return tf.function(forward_backward, jit_compile=True, autograph=False)
     return forward_backward
 
   def _replica_step_fn(self, global_batch_size, stop_flag):
@@ -308,7 +308,10 @@ class Trainer:
       optimizer.apply_gradients(zip(grads, model.trainable_variables),
                                 experimental_aggregate_gradients=False)
       return loss, aux, stop
-    return replica_step
+    # No Python control flow on tensors below this point (the micro-batch loop is a
+    # tf.while_loop): converting the model's and the task's code with AutoGraph would only
+    # cost tracing time (a third of a small run's start-up).
+    return tf.autograph.experimental.do_not_convert(replica_step)
 
   def _build_train_fn(self, global_batch_size, stop_flag=None):
     """The compiled loop `train_loop(iterator, num_steps)`: up to num_steps updates, stopping
@@ -339,7 +342,9 @@ class Trainer:
 
     aux_keys = list(self._aux_keys)
 
-    @tf.function
+    one_step = tf.autograph.experimental.do_not_convert(one_step)
+
+    @tf.function  # AutoGraph for this loop's `for` / `break` only (one_step is not converted)
     def train_loop(iterator, num_steps):
       """Returns (sum of losses, sum of aux, steps run, first bad step or -1, stopped)."""
       loss_sum = tf.constant(0.0)
@@ -569,7 +574,7 @@ class Trainer:
       count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
       return sums, count, outputs
     # reduce_retracing: bucketed batches come in a few lengths; one generic trace serves them.
-    return tf.function(eval_step, jit_compile=False, reduce_retracing=True)
+    return tf.function(eval_step, jit_compile=False, reduce_retracing=True, autograph=False)
 
   def _run_evaluation(self, dataset, max_eval_steps):
     """Runs the eval step over `dataset`. Returns (sums, example count, the task's aggregated
@@ -600,7 +605,7 @@ class Trainer:
     if self._predict_fn is None:
       self._predict_fn = tf.function(
           lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)),
-          reduce_retracing=True)
+          reduce_retracing=True, autograph=False)
     with self._input_errors_explained("predict"):
       for element in dataset:
         features = element[0] if isinstance(element, (tuple, list)) else element

@@ -96,3 +96,17 @@ def test_markdown_sizes_reports_every_variant():
   assert "| xxlarge | 512 | 8 | HF torch fp32 |" in text and "did not fit (killed" in text
   assert "| xxlarge | ours fp32 | 1024.0 MiB |" in text
   assert "batch 32 too big" in text and "not run" in text
+
+
+def test_disk_bytes_counts_a_hard_linked_file_once(tmp_path):
+  """An export's core_ops/ variables are hard links to the version's own: on disk once."""
+  version = tmp_path / "1"
+  (version / "variables").mkdir(parents=True)
+  (version / "core_ops" / "variables").mkdir(parents=True)
+  (version / "variables" / "data").write_bytes(b"w" * 1000)
+  os.link(version / "variables" / "data", version / "core_ops" / "variables" / "data")
+  (version / "core_ops" / "saved_model.pb").write_bytes(b"g" * 30)
+  (version / "saved_model.pb").write_bytes(b"g" * 50)
+  assert sizes.disk_bytes(str(version)) == 1080
+  assert sizes.disk_bytes(str(version), skip_subdir="core_ops") == 1050
+  assert sizes.disk_bytes(str(version / "core_ops")) == 1030

@@ -179,14 +179,19 @@ def schedule(c, batch, seq, passes, calls, gflops):
 
 
 # ------------------------------------------------------------------------------ the builds
-def disk_bytes(path):
-  """Bytes on disk of a file or a directory tree (apparent sizes)."""
+def disk_bytes(path, skip_subdir=None):
+  """Bytes of a file or a directory tree (without its `skip_subdir`), each file counted once
+  however many hard links it has (an export's core_ops/ variables are links to the version's)."""
   if os.path.isfile(path):
     return os.path.getsize(path)
-  total = 0
-  for root, _, files in os.walk(path):
-    total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-  return total
+  sizes = {}
+  for root, dirs, files in os.walk(path):
+    if root == path and skip_subdir in dirs:
+      dirs.remove(skip_subdir)
+    for name in files:
+      st = os.stat(os.path.join(root, name))
+      sizes[(st.st_dev, st.st_ino)] = st.st_size
+  return sum(sizes.values())
 
 
 def build_size(size, seq_lens, work_dir, with_peers):
@@ -239,8 +244,10 @@ def build_size(size, seq_lens, work_dir, with_peers):
   disk = {name: disk_bytes(path) for name, path in paths.items()
           if name not in ("hf", "model garden head")}
   if "ours fp32" in paths and os.path.isdir(os.path.join(paths["ours fp32"], "core_ops")):
-    disk["ours fp32: of which core_ops/"] = disk_bytes(os.path.join(paths["ours fp32"],
-                                                                    "core_ops"))
+    # What core_ops/ adds to the version (its weights are links to the version's own).
+    version = paths["ours fp32"]
+    disk["ours fp32: of which core_ops/"] = (disk_bytes(version)
+                                             - disk_bytes(version, skip_subdir="core_ops"))
   return {"paths": paths, "disk": disk, "failures": failures}
 
 

@@ -110,3 +110,20 @@ def test_disk_bytes_counts_a_hard_linked_file_once(tmp_path):
   assert sizes.disk_bytes(str(version)) == 1080
   assert sizes.disk_bytes(str(version), skip_subdir="core_ops") == 1050
   assert sizes.disk_bytes(str(version / "core_ops")) == 1030
+
+
+def test_work_runs_cheapest_first_across_sizes():
+  """A run cut by --total_budget_h loses the most expensive cells, never a size's cheap rows."""
+  cells, _ = sizes.plan(["base", "large", "xxlarge"], [128, 512], [1, 32], 24, 10, 1, 100)
+  order = sizes.work_order(cells, ["base", "large", "xxlarge"], 1, 10, 100)
+  names = [f"{item[0]} {item[1]}x{item[3]}" if what == "serve" else f"train {item}"
+           for what, item in order]
+  assert len(names) == 12 + 1  # 3 sizes x 4 cells + the train step at large
+  assert names[:3] == ["base 128x1", "large 128x1", "base 512x1"]
+  assert names[-2:] == ["xxlarge 128x32", "xxlarge 512x8"]
+  assert names.index("xxlarge 128x1") < names.index("large 512x32")
+  costs = [sizes.flops(sizes.SIZES[item[0]], item[3], item[1]) for what, item in order
+           if what == "serve"]
+  assert costs == sorted(costs)
+  assert [n for n in names if n.startswith("train")] == ["train large"]
+  assert all(w == "serve" for w, _ in sizes.work_order(cells, [], 1, 10, 100))

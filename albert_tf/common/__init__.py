@@ -1,5 +1,6 @@
-"""The leaf utilities every layer reads (no TensorFlow; nothing above albert_tf.errors).
+"""The leaf utilities every layer reads (no TensorFlow at import; nothing above albert_tf.errors).
 
+  cpu.py            this CPU's flags, oneDNN on/off, whether a bfloat16 matmul can run
   console.py        what a script prints: TensorFlow's log noise filtered, our lines plain
   fileio.py         local and gs:// files: atomic writes, JSON, globs
   file_patterns.py  a flag's comma-separated globs (--input_file) -> files, one rule

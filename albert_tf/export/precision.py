@@ -19,7 +19,6 @@ dtype, so a request casts no weights:
         (`choose_serving`), exports the faster and records the timings in the export's info.
 """
 
-import platform
 import statistics
 import time
 
@@ -28,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.common.cpu import BF16_FLAGS, bf16_matmul_problem, cpu_info, onednn_enabled
 from albert_tf.errors import AlbertError
 from albert_tf.export.saved_model_writer import PRECISION_CHOICE
 
@@ -35,12 +35,6 @@ EXPORT_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
 AUTO = "auto"
 # What --export_precision and the exporters' `precision=` accept.
 PRECISION_CHOICES = tuple(EXPORT_PRECISIONS) + (AUTO,)
-
-# The CPU description read for the bf16 warning and recorded by "auto" (Linux).
-CPUINFO = "/proc/cpuinfo"
-# The CPU flags that decide how bfloat16 matmuls run (x86 names as in /proc/cpuinfo).
-BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8", "avx512_fp16", "avx512_vnni",
-              "avx_vnni", "avx_ne_convert")
 
 # "auto": untimed calls per precision first (tracing, oneDNN primitive creation), then
 # interleaved timed rounds: at least PROBE_MIN_ROUNDS, then until PROBE_BUDGET_S seconds of timing
@@ -95,43 +89,6 @@ def serving_copy(model, precision="fp32"):
 
 
 # --------------------------------------------------------------------------- the CPU
-def cpu_info(path=None):
-  """{"model", "vendor", "flags"} of this machine's CPU; flags is None where unknown.
-
-  Reads /proc/cpuinfo (x86 Linux lists the ISA extensions as `flags`); elsewhere the model is
-  platform.processor() and the flags unknown.
-  """
-  fields = {}
-  try:
-    with open(path or CPUINFO, encoding="utf-8") as f:
-      for line in f:
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key and key not in fields:
-          fields[key] = value.strip()
-        if not line.strip() and fields:  # the first processor's block is enough
-          break
-  except OSError:
-    pass
-  flags = fields.get("flags")
-  return {"model": fields.get("model name") or platform.processor() or "unknown CPU",
-          "vendor": fields.get("vendor_id", ""),
-          "flags": None if flags is None else sorted(set(flags.split()))}
-
-
-def onednn_enabled():
-  """Whether TensorFlow runs its oneDNN ops in this process, or None if it cannot tell.
-
-  On Linux TensorFlow turns them on for CPUs with AVX512_VNNI, AVX512_BF16, AVX_VNNI or AMX, and
-  TF_ENABLE_ONEDNN_OPTS=0/1 overrides that (read once per process).
-  """
-  try:
-    from tensorflow.python.util import _pywrap_util_port  # lazy: private, may be absent
-    return bool(_pywrap_util_port.IsMklEnabled())
-  except (ImportError, AttributeError):
-    return None
-
-
 def machine_summary():
   """One line for benchmark reports: CPU model, its bfloat16-related flags, oneDNN on/off."""
   cpu, onednn = cpu_info(), onednn_enabled()
@@ -220,19 +177,28 @@ def choose_serving(model, precision, build_module, probe, request="batch 1"):
     paired ratio, the rounds, the CPU and whether oneDNN was on.
   """
   check_precision(precision)
+  crash = bf16_matmul_problem(cpu_info(), onednn_enabled()) if precision != "fp32" else None
   if precision != AUTO:
     if precision == "bf16":
+      if crash:
+        raise AlbertError(f"--export_precision=bf16: {crash}")
       reason = bf16_slowdown(cpu_info(), onednn_enabled())
       if reason:
         logging.warning("--export_precision=bf16: %s: bf16 serves slower than fp32 here "
                         "(1.1-2.5x measured); export fp32, or auto to time both", reason)
     return build_module(serving_copy(model, precision)), None
+  cpu = cpu_info()
+  if crash:  # nothing to time: a bf16 call would end the process
+    logging.warning("--export_precision=auto: fp32, without timing bf16: %s", crash)
+    return build_module(serving_copy(model, "fp32")), {PRECISION_CHOICE: {
+        "requested": AUTO, "chosen": "fp32", "request": request, "bf16_not_timed": crash,
+        "cpu": cpu["model"], "cpu_flags": [f for f in cpu["flags"] or () if f in BF16_FLAGS],
+        "onednn": onednn_enabled(), "tensorflow": tf.__version__}}
   modules = {p: build_module(serving_copy(model, p)) for p in EXPORT_PRECISIONS}
   times = _time_interleaved({p: probe(m) for p, m in modules.items()})
   # The median of per-round ratios: a drift in machine speed hits both calls of a round alike.
   ratio = statistics.median(b / f for b, f in zip(times["bf16"], times["fp32"]))
   chosen = "bf16" if ratio < 1.0 else "fp32"  # a tie keeps the reference numerics
-  cpu = cpu_info()
   choice = {"requested": AUTO, "chosen": chosen, "request": request,
             "median_ms": {p: round(statistics.median(ms), 3) for p, ms in times.items()},
             "bf16_vs_fp32": round(ratio, 3), "rounds": len(times["fp32"]),

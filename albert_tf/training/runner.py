@@ -17,7 +17,9 @@ import os
 from typing import Optional
 
 from absl import logging
+import tensorflow as tf
 
+from albert_tf.common import cpu as cpu_lib
 from albert_tf.common import fileio, kinds, output_layout
 from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.errors import AlbertError, StopRequested
@@ -139,6 +141,7 @@ def run(task, run_config, runtime=None):
   """
   runtime = runtime or runtime_lib.RuntimeConfig()
   cfg = run_config
+  _check_bf16_can_run(cfg, runtime)
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
   if strategy_lib.num_workers(strategy) <= 1:
@@ -155,6 +158,20 @@ def run(task, run_config, runtime=None):
     if lost is None:
       raise
     raise lost from None
+
+
+def _check_bf16_can_run(cfg, runtime):
+  """Stops before any work where a bfloat16 matmul on this CPU would crash the process (an
+  ONEDNN_MAX_CPU_ISA cap below AVX-512: albert_tf/common/cpu.py), rather than after training."""
+  asked = [flag for flag, wanted in (
+      ("--precision=bf16", runtime.precision == "bf16"),
+      ("--export_precision=bf16", bool(cfg.export_dir) and cfg.export_precision == "bf16"))
+           if wanted]
+  if not asked or runtime.use_tpu or tf.config.list_physical_devices("GPU"):
+    return
+  problem = cpu_lib.bf16_matmul_problem(cpu_lib.cpu_info(), cpu_lib.onednn_enabled())
+  if problem:
+    raise AlbertError(f"{asked[0]}: {problem}")
 
 
 def _run_locked(task, cfg, runtime, strategy):

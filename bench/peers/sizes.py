@@ -14,6 +14,10 @@ quantization), and the official TF1 checkpoint that the model garden's own conve
 probabilities are its pooled output through our classifier head (numpy, inside its timed call).
 Each export's size on disk is recorded.
 
+Order: every size is built first; then the cells (and the train step) run cheapest first across
+sizes (estimated seconds per call), so a run that reaches --total_budget_h leaves out the most
+expensive cells and every size keeps its cheaper rows; the report lists them by size.
+
 Interleaving: a cell (size, seq, batch) is run in `--passes` passes; each pass starts every
 variant's subprocess once, in an order rotated per pass, and each subprocess times `calls`
 calls after a warm-up. Medians are over all calls; ratios to ours fp32 are the median over
@@ -435,6 +439,18 @@ def goals_for(rows, where, batch, goals):
   return out
 
 
+def work_order(cells, train_sizes, passes, calls, gflops):
+  """[("serve", cell) | ("train", size)], cheapest first by estimated seconds per call, across
+  sizes: when --total_budget_h runs out, what is left is the most expensive cells, and every
+  size has its cheaper rows. `cells` as plan() gives them; the train step (forward + backward,
+  about 3 forward passes) runs for the TRAIN_SIZES among `train_sizes`."""
+  work = [(schedule(SIZES[cell[0]], cell[3], cell[1], passes, calls, gflops)[3], "serve", cell)
+          for cell in cells]
+  work += [(3 * flops(SIZES[size], TRAIN_BATCH, TRAIN_SEQ) / (gflops * 1e9), "train", size)
+           for size in train_sizes if size in TRAIN_SIZES]
+  return [(what, item) for _, what, item in sorted(work, key=lambda w: w[0])]
+
+
 def plan(sizes, seq_lens, batches, mem_gib, calls, passes, gflops):
   """[(size, seq, batch, reason)] and the run-time estimate (s) at `gflops` sustained."""
   cells, seconds = [], 0.0
@@ -473,6 +489,25 @@ def have_peers():
                                                    "onnxruntime"))
 
 
+def build(size, size_dir, seq_lens, with_peers, log=print):
+  """Builds one size's models in a subprocess (build_size); returns its record."""
+  os.makedirs(size_dir, exist_ok=True)
+  start = time.time()
+  log(f"building {size} ...")
+  proc = subprocess.run(
+      [sys.executable, os.path.abspath(__file__), "build", size, size_dir,
+       ",".join(map(str, seq_lens)), "1" if with_peers else "0"],
+      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      check=False)
+  if proc.returncode == 0:
+    built = json.loads(proc.stdout.strip().splitlines()[-1])
+  else:
+    tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1][:300]
+    built = {"paths": {}, "disk": {}, "failures": {"build": f"exit {proc.returncode}: {tail}"}}
+  built.update(config=SIZES[size], params=params(SIZES[size]), build_s=time.time() - start)
+  return built
+
+
 def run(sizes, seq_lens, batches, isa_cap, work_dir, goals, passes=2, calls=10, budget_s=3600,
         total_budget_h=12.0, mem_gib=24.0, train=True, gflops=100.0, log=print):
   """The whole size axis; returns the result dict (report.markdown_sizes prints it)."""
@@ -494,49 +529,45 @@ def run(sizes, seq_lens, batches, isa_cap, work_dir, goals, passes=2, calls=10, 
             "estimate_h": estimate / 3600, "sizes": {}, "cells": [], "training": [],
             "goals": []}
   for size in sizes:
-    size_dir = os.path.join(work_dir, size)
-    os.makedirs(size_dir, exist_ok=True)
-    start = time.time()
-    log(f"building {size} ...")
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "build", size, size_dir,
-         ",".join(map(str, seq_lens)), "1" if with_peers else "0"],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
-        check=False)
-    if proc.returncode == 0:
-      built = json.loads(proc.stdout.strip().splitlines()[-1])
-    else:
-      tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1][:300]
-      built = {"paths": {}, "disk": {}, "failures": {"build": f"exit {proc.returncode}: {tail}"}}
-    built.update(config=SIZES[size], params=params(SIZES[size]), build_s=time.time() - start)
-    result["sizes"][size] = built
-    for cell_size, seq, requested, batch, reason in cells:
-      if cell_size != size:
-        continue
-      log(f"{size} seq {seq} batch {batch} ...")
-      est = estimate_peak_gib(SIZES[size], batch, seq)
-      variants = serving_variants(built["paths"], seq, with_peers)
-      for _, spec in variants:
-        spec.update(batch=batch, seq=seq)
-      n, warmup, timed, _ = schedule(SIZES[size], batch, seq, passes, calls, gflops)
-      for _, spec in variants:
-        spec["warmup"] = warmup
-      rows = run_cell(variants, os.path.join(size_dir, f"s{seq}_b{batch}"), isa, n,
-                      timed, budget_s, est, mem_gib, clock)
-      where = f"{size} s{seq} b{batch}"
-      result["cells"].append({"size": size, "seq": seq, "batch": batch,
-                              "batch_requested": requested, "batch_reason": reason,
-                              "estimated_peak_gib": est, "rows": rows})
-      result["goals"] += goals_for(rows, where, batch, goals)
-    if train and size in TRAIN_SIZES:
+    result["sizes"][size] = build(size, os.path.join(work_dir, size), seq_lens, with_peers, log)
+  for what, item in work_order(cells, sizes if train else (), passes, calls, gflops):
+    if what == "train":
+      size = item
       log(f"{size} train step ...")
       est = estimate_peak_gib(SIZES[size], TRAIN_BATCH, TRAIN_SEQ, train=True)
-      rows = run_cell(train_variants(SIZES[size], with_peers), os.path.join(size_dir, "train"),
-                      isa, passes, 3, budget_s, est, mem_gib, clock)
+      rows = run_cell(train_variants(SIZES[size], with_peers),
+                      os.path.join(work_dir, size, "train"), isa, passes, 3, budget_s, est,
+                      mem_gib, clock)
       result["training"].append({"size": size, "seq": TRAIN_SEQ, "batch": TRAIN_BATCH,
                                  "estimated_peak_gib": est, "rows": rows})
       result["goals"] += goals_for(rows, f"train {size} s{TRAIN_SEQ} b{TRAIN_BATCH}",
                                    TRAIN_BATCH, goals)
+      continue
+    size, seq, requested, batch, reason = item
+    log(f"{size} seq {seq} batch {batch} ...")
+    est = estimate_peak_gib(SIZES[size], batch, seq)
+    variants = serving_variants(result["sizes"][size]["paths"], seq, with_peers)
+    for _, spec in variants:
+      spec.update(batch=batch, seq=seq)
+    n, warmup, timed, _ = schedule(SIZES[size], batch, seq, passes, calls, gflops)
+    for _, spec in variants:
+      spec["warmup"] = warmup
+    rows = run_cell(variants, os.path.join(work_dir, size, f"s{seq}_b{batch}"), isa, n,
+                    timed, budget_s, est, mem_gib, clock)
+    result["cells"].append({"size": size, "seq": seq, "batch": batch,
+                            "batch_requested": requested, "batch_reason": reason,
+                            "estimated_peak_gib": est, "rows": rows})
+    result["goals"] += goals_for(rows, f"{size} s{seq} b{batch}", batch, goals)
+  # The report's order: by size as asked, then sequence length and batch.
+  order = {size: i for i, size in enumerate(sizes)}
+  result["cells"].sort(key=lambda c: (order[c["size"]], c["seq"], c["batch"]))
+  result["training"].sort(key=lambda t: order[t["size"]])
+  def goal_order(goal):  # "<size> s<seq> b<batch>" or "train <size> s<seq> b<batch>"
+    words = goal["where"].split()
+    train = words[0] == "train"
+    size, seq, batch = words[1:] if train else words
+    return (train, order.get(size, len(order)), int(seq[1:]), int(batch[1:]))
+  result["goals"].sort(key=goal_order)  # stable: each cell's goals keep their order
   result["load_after"] = common.uptime()
   return result
 

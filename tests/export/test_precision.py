@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.common import cpu as cpu_lib
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier, export_multiple_choice
@@ -286,7 +287,8 @@ def test_bf16_export_warns_in_one_line_where_the_cpu_cannot_profit(tmp_path, mon
   path = tmp_path / "cpuinfo"
   path.write_text(_CPUINFO.format(vendor="GenuineIntel", model="Intel Xeon Gold 6248",
                                   flags="avx512_vnni"))
-  monkeypatch.setattr(precision_lib, "CPUINFO", str(path))
+  monkeypatch.setattr(cpu_lib, "CPUINFO", str(path))
+  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)  # no cap: bf16 can run
   monkeypatch.setattr(precision_lib, "onednn_enabled", lambda: True)  # whatever runs the test
   caplog.set_level(logging.INFO, logger="absl")
   model = _classifier()

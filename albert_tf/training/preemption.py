@@ -155,8 +155,18 @@ class StopSignals:
     del frame
     if self._training:
       return  # the watcher raised the flag; the loop stops after its step and saves
-    raise StopRequested(
-        f"stopped by {signal.Signals(signum).name}: {self._outside_loop} (exit status "
+    with self._lock:  # here, not only in the watcher: stop_requested() may be asked at once
+      self.received = self.received or signal.Signals(signum).name
+    raise self.stop_requested()
+
+  def stop_requested(self):
+    """The StopRequested of a signal outside the train loop (what was kept, exit status 42).
+
+    The runner also raises it when another exception ends a step after a signal: the handler's
+    StopRequested, raised between two bytecodes of Python code that C code called back (inside
+    TensorFlow's tracing, nest.flatten), can come out of that C code as another exception."""
+    return StopRequested(
+        f"stopped by {self.received or 'a signal'}: {self._outside_loop} (exit status "
         f"{EXIT_STOPPED_BY_SIGNAL})", EXIT_STOPPED_BY_SIGNAL)
 
 

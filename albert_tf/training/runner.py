@@ -181,7 +181,14 @@ def _run_locked(task, cfg, runtime, strategy):
     with output_lock.hold(cfg.output_dir, enabled=worker_info(strategy)[2]):
       # Inside the lock: it records the run's seed in output_dir.
       runtime_lib.apply_process_settings(runtime, cfg.output_dir)
-      return _run_steps(task, cfg, runtime, strategy, stop_signals)
+      try:
+        return _run_steps(task, cfg, runtime, strategy, stop_signals)
+      except Exception as e:  # pylint: disable=broad-except
+        if stop_signals.requested and not isinstance(e, AlbertError):
+          # The signal's StopRequested came out of TensorFlow's C code as another exception
+          # (seen: AttributeError '_type_spec' from nest.flatten while an export traced).
+          raise stop_signals.stop_requested() from None
+        raise
 
 
 def _run_steps(task, cfg, runtime, strategy, stop_signals):

@@ -177,23 +177,23 @@ def choose_serving(model, precision, build_module, probe, request="batch 1"):
     paired ratio, the rounds, the CPU and whether oneDNN was on.
   """
   check_precision(precision)
-  crash = bf16_matmul_problem(cpu_info(), onednn_enabled()) if precision != "fp32" else None
+  cpu, onednn = cpu_info(), onednn_enabled()
+  crash = bf16_matmul_problem(cpu, onednn) if precision != "fp32" else None
   if precision != AUTO:
     if precision == "bf16":
       if crash:
         raise AlbertError(f"--export_precision=bf16: {crash}")
-      reason = bf16_slowdown(cpu_info(), onednn_enabled())
+      reason = bf16_slowdown(cpu, onednn)
       if reason:
         logging.warning("--export_precision=bf16: %s: bf16 serves slower than fp32 here "
                         "(1.1-2.5x measured); export fp32, or auto to time both", reason)
     return build_module(serving_copy(model, precision)), None
-  cpu = cpu_info()
   if crash:  # nothing to time: a bf16 call would end the process
     logging.warning("--export_precision=auto: fp32, without timing bf16: %s", crash)
     return build_module(serving_copy(model, "fp32")), {PRECISION_CHOICE: {
         "requested": AUTO, "chosen": "fp32", "request": request, "bf16_not_timed": crash,
         "cpu": cpu["model"], "cpu_flags": [f for f in cpu["flags"] or () if f in BF16_FLAGS],
-        "onednn": onednn_enabled(), "tensorflow": tf.__version__}}
+        "onednn": onednn, "tensorflow": tf.__version__}}
   modules = {p: build_module(serving_copy(model, p)) for p in EXPORT_PRECISIONS}
   times = _time_interleaved({p: probe(m) for p, m in modules.items()})
   # The median of per-round ratios: a drift in machine speed hits both calls of a round alike.
@@ -204,7 +204,7 @@ def choose_serving(model, precision, build_module, probe, request="batch 1"):
             "bf16_vs_fp32": round(ratio, 3), "rounds": len(times["fp32"]),
             "cpu": cpu["model"],
             "cpu_flags": [f for f in cpu["flags"] or () if f in BF16_FLAGS],
-            "onednn": onednn_enabled(), "tensorflow": tf.__version__}
+            "onednn": onednn, "tensorflow": tf.__version__}
   logging.info("--export_precision=auto: %s (%s: fp32 %.1f ms, bf16 %.1f ms, bf16/fp32 %.2f "
                "over %d rounds on %s)", chosen, request, choice["median_ms"]["fp32"],
                choice["median_ms"]["bf16"], choice["bf16_vs_fp32"], choice["rounds"],

@@ -155,8 +155,10 @@ class StopSignals:
     del frame
     if self._training:
       return  # the watcher raised the flag; the loop stops after its step and saves
-    with self._lock:  # here, not only in the watcher: stop_requested() may be asked at once
-      self.received = self.received or signal.Signals(signum).name
+    # Recorded here too, not only by the watcher, for stop_requested() right after. No lock: a
+    # second signal re-entering this handler while it held one would wait for ever.
+    if self.received is None:
+      self.received = signal.Signals(signum).name
     raise self.stop_requested()
 
   def stop_requested(self):

@@ -1,5 +1,6 @@
-"""albert_tf/common/cpu.py: when a bfloat16 matmul would crash the process (the rule; the crash
-itself and the scripts' one-line stop are in tests/integration/test_bf16_isa_cap.py)."""
+"""albert_tf/common/cpu.py: when a bfloat16 matmul would crash the process, and when training would
+run on stale weights (the rules; the real crash, the stale training and the scripts' one-line
+stops are in tests/integration/test_bf16_isa_cap.py and test_frozen_weights.py)."""
 
 import pytest
 
@@ -43,3 +44,20 @@ def test_cpu_info_reads_the_first_processor(tmp_path):
   assert cpu_lib.cpu_info(str(path)) == {"model": "Xeon", "vendor": "GenuineIntel",
                                          "flags": ["avx2", "avx512f", "fpu"]}
   assert cpu_lib.cpu_info(str(tmp_path / "missing"))["flags"] is None
+
+
+@pytest.mark.parametrize("onednn,environ,problem", [
+    (True, {}, False),
+    (True, {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}, True),
+    (None, {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "True"}, True),  # TensorFlow's bool: any case
+    (True, {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "0"}, False),
+    (True, {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "false"}, False),
+    (False, {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}, False),    # oneDNN off: nothing reads it
+])
+def test_frozen_weights_problem(onednn, environ, problem):
+  found = cpu_lib.frozen_weights_problem(onednn, environ)
+  assert (found is not None) == problem
+  if problem:
+    value = environ["TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"]
+    assert found.startswith(f"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS={value} makes TensorFlow's oneDNN")
+    assert "\n" not in found

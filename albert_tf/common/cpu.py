@@ -25,6 +25,11 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile", "amx_int8", "avx512_fp16", 
 ISA_CAP_VARIABLES = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 # oneDNN's cap values under which its bfloat16 matmul is missing (ISAs below AVX512_CORE).
 NO_BF16_MATMUL_CAPS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2")
+# TensorFlow's oneDNN matmul kernels read it (as a bool: 1/true) when they are built: each then
+# reorders its weights into oneDNN's blocked layout on its first call and keeps them. Right for
+# serving, where weights never change (bench/peers/shared_weights.py); in training every step
+# would run on the first step's weights.
+FROZEN_WEIGHTS_VARIABLE = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 
 
 def cpu_info(path=None):
@@ -95,3 +100,17 @@ def bf16_matmul_problem(cpu, onednn, environ=None):
   return (f"{cap[0]}={cap[1]} leaves oneDNN no bfloat16 matmul while TensorFlow sends it one "
           f"(the CPU has AVX-512 or AVX-NE-CONVERT): the process would crash; unset {cap[0]} "
           f"(or set it to AVX512_CORE or above), or set TF_ENABLE_ONEDNN_OPTS=0")
+
+
+def frozen_weights_problem(onednn, environ=None):
+  """Why training in this process would go wrong, or None: TF_ONEDNN_ASSUME_FROZEN_WEIGHTS set
+  to a true value (TensorFlow's reading: "1" or "true", any case) with oneDNN on (onednn None,
+  unknown, counts as on). Measured: a Keras fit() with it set keeps computing the first step's
+  outputs, its loss flat instead of falling.
+  """
+  value = (os.environ if environ is None else environ).get(FROZEN_WEIGHTS_VARIABLE, "")
+  if onednn is False or value.strip().lower() not in ("1", "true"):
+    return None
+  return (f"{FROZEN_WEIGHTS_VARIABLE}={value} makes TensorFlow's oneDNN matmuls keep the weights "
+          f"they first saw, so training would run on stale weights; it is a setting for serving "
+          f"processes only: unset it for this run")

@@ -33,6 +33,8 @@ import shutil
 import tensorflow as tf
 
 from albert_tf.export import input_checks
+from albert_tf.networks import encoder as encoder_lib
+from albert_tf.networks.sharing import make_sharing_plan
 from albert_tf.export.saved_model_writer import write_new_version
 from albert_tf.common.export_format import CORE_OPS_SUBDIR
 from albert_tf.common.fileio import file_sha1
@@ -79,6 +81,34 @@ def trim_padding(features):
   return {name: value[..., :length] for name, value in features.items()}
 
 
+# Serving exports run the layers that share their weights as one loop where that saves a server
+# run with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 (README, "Serving") at least this much memory: there
+# every matmul kernel keeps its own reordered copy of its weights, so an unrolled graph keeps one
+# per applied layer and the loop one per run of layers (ALBERT-xxlarge: 7.5 GiB saved; -large
+# 1.0, -base 0.26). Below it the loop is not worth its cost without the setting (up to 1.05x the
+# time at base and large, bf16; bench/peers/shared_weights.py).
+LOOP_SAVES_AT_LEAST_BYTES = 2 * 2**30
+
+
+def kept_copies_saved_by_loop(config):
+  """Bytes of reordered float32 weight copies the loop saves a frozen-weights server: (applied
+  layers - loop runs) x one layer's matmul weights (as a classifier runs them, pooled-only)."""
+  h, i = config.hidden_size, config.intermediate_size
+  schedule = make_sharing_plan(config).schedule
+  runs = encoder_lib.layer_runs(schedule, pooled_only=True)
+  return (len(schedule) - len(runs)) * (4 * h * h + 2 * h * i) * 4
+
+
+def run_for_serving(model, features):
+  """model(features, training=False) as every serving signature traces it: the layers that share
+  their weights as one loop when that saves LOOP_SAVES_AT_LEAST_BYTES (networks/encoder.py,
+  `shared_layers_in_one_loop`), else one after the other."""
+  if kept_copies_saved_by_loop(model.config) < LOOP_SAVES_AT_LEAST_BYTES:
+    return model(features, training=False)
+  with encoder_lib.shared_layers_in_one_loop():
+    return model(features, training=False)
+
+
 class _ServingBase(tf.Module):
   """Holds the model and the label names; subclasses define the signatures.
 
@@ -90,7 +120,7 @@ class _ServingBase(tf.Module):
     # Track the weights, not the Keras model: saving a Keras model also traces and stores every
     # layer's call functions (slow, and unused by serving). The model is reached via a closure.
     self.model_variables = list(model.variables)
-    self._run_model = lambda features: model(features, training=False)
+    self._run_model = lambda features: run_for_serving(model, features)
     self._is_regression = bool(getattr(model, "is_regression", False))
     self._label_names = tf.constant(list(label_names) if label_names else [""], tf.string)
     self._threshold = None if threshold is None else float(threshold)

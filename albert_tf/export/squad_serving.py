@@ -8,6 +8,7 @@ from albert_tf.common import fileio
 from albert_tf.export import input_checks
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import saved_model_writer
+from albert_tf.export import serving
 
 
 class SquadServing(tf.Module):
@@ -35,7 +36,7 @@ class SquadServing(tf.Module):
     def serve(*tensors):
       features = input_checks.check_token_inputs(dict(zip(names, tensors)), model.config,
                                                  seq_length=max_seq_length)
-      return model(features, training=False)
+      return serving.run_for_serving(model, features)
 
     self.serve = tf.function(serve, autograph=False, input_signature=specs)
 

@@ -1,5 +1,8 @@
 """AlbertEncoder: factorized embeddings, shared transformer layers and the pooler."""
 
+import contextlib
+import threading
+
 import tensorflow as tf
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 import tf_keras
@@ -15,6 +18,44 @@ from albert_tf.networks.sharing import make_sharing_plan, owner_scope
 
 
 RECOMPUTE_MODES = ("none", "layer", "attention")
+
+_serving_scope = threading.local()
+
+
+@contextlib.contextmanager
+def shared_layers_in_one_loop():
+  """Inside it, inference calls (training falsy) traced by this thread run every run of
+  consecutive applied layers that share all their weights (the official layout: all L) as one
+  tf.while_loop: each shared weight then feeds one matmul kernel, not L of them.
+
+  Why: with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 in a serving process, oneDNN keeps each kernel's
+  weights reordered into its blocked layout across requests (bench/peers/shared_weights.py:
+  0.87-0.89x the time at ALBERT-xxlarge batch 1 x 128, AVX512-BF16). Unrolled, that is one kept
+  copy per layer (ALBERT-xxlarge fp32: +9.7 GiB); in the loop, one per weight (+1.8 GiB: the
+  loop's and the pooled-only last layer's). Outputs are the same; `encoder_outputs` is left out
+  of the result (the loop keeps no per-layer outputs), so only callers that read
+  sequence_output / pooled_output use it: the serving exports, for the models
+  export/serving.py's rule picks.
+  """
+  previous = getattr(_serving_scope, "active", False)
+  _serving_scope.active = True
+  try:
+    yield
+  finally:
+    _serving_scope.active = previous
+
+
+def layer_runs(schedule, pooled_only):
+  """The schedule as [(attention_index, ffn_index, count, first_token_only)]: consecutive equal
+  entries merged; the pooled-only last layer (a different shape) always on its own."""
+  runs = []
+  for i, entry in enumerate(schedule):
+    last_alone = pooled_only and i == len(schedule) - 1
+    if runs and tuple(runs[-1][:2]) == tuple(entry) and not last_alone:
+      runs[-1][2] += 1
+    else:
+      runs.append([entry[0], entry[1], 1, last_alone])
+  return runs
 
 
 def check_recompute(value):
@@ -104,7 +145,8 @@ class AlbertEncoder(tf_keras.Model):
   Outputs: a dict with
     sequence_output [batch, seq_len, hidden]: the last layer.
     pooled_output [batch, hidden]: tanh(dense(first token of sequence_output)).
-    encoder_outputs: list of L * K tensors [batch, seq_len, hidden], one per applied inner layer.
+    encoder_outputs: list of L * K tensors [batch, seq_len, hidden], one per applied inner layer
+      (left out for inference calls under `shared_layers_in_one_loop`).
     embedding_output [batch, seq_len, embedding_size]: after embedding LayerNorm/dropout.
   Tensors are in the compute dtype of the mixed-precision policy.
 
@@ -240,6 +282,8 @@ class AlbertEncoder(tf_keras.Model):
     seeds = None
     if training and (self.config.hidden_dropout_prob or self.config.attention_probs_dropout_prob):
       seeds = dropout_lib.draw_layer_seeds(len(schedule))
+    if not training and getattr(_serving_scope, "active", False):
+      return self._call_looped(embedding_output, hidden, mask_adder, pooled_only)
     carries = {}
     for i, (attention_index, ffn_index) in enumerate(schedule):
       hidden = self._transformer_layer(
@@ -250,6 +294,27 @@ class AlbertEncoder(tf_keras.Model):
     pooled_output = self.pooler(hidden[:, 0, :])
     return dict(sequence_output=hidden, pooled_output=pooled_output,
                 encoder_outputs=encoder_outputs, embedding_output=embedding_output)
+
+  def _call_looped(self, embedding_output, hidden, mask_adder, pooled_only):
+    """call() for inference under `shared_layers_in_one_loop`: runs of layers sharing their
+    weights as tf.while_loops. hidden: [batch, seq_len, hidden] after the projection."""
+    width = hidden.shape[-1]
+    for attention_index, ffn_index, count, first_token_only in layer_runs(
+        self.sharing_plan.schedule, pooled_only):
+      layer = lambda h, a=attention_index, f=ffn_index, first=first_token_only: (
+          self._transformer_layer(h, mask_adder, a, f, None, False, first_token_only=first,
+                                  carries={}))
+      if count == 1:
+        hidden = layer(hidden)
+        continue
+      # parallel_iterations=1: iterations depend on each other anyway; no copies in flight.
+      _, hidden = tf.while_loop(
+          lambda i, h, n=count: i < n, lambda i, h: (i + 1, layer(h)), (tf.constant(0), hidden),
+          shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None, width])),
+          parallel_iterations=1)
+    pooled_output = self.pooler(hidden[:, 0, :])
+    return dict(sequence_output=hidden, pooled_output=pooled_output,
+                embedding_output=embedding_output)
 
   def get_config(self):
     return {"config": self.config.to_dict(), "recompute": self.recompute, "name": self.name}

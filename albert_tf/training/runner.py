@@ -142,6 +142,10 @@ def run(task, run_config, runtime=None):
   runtime = runtime or runtime_lib.RuntimeConfig()
   cfg = run_config
   _check_bf16_can_run(cfg, runtime)
+  if cfg.do_train:
+    problem = cpu_lib.frozen_weights_problem(cpu_lib.onednn_enabled())
+    if problem:
+      raise AlbertError(f"--do_train: {problem}")
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
   if strategy_lib.num_workers(strategy) <= 1:

@@ -359,6 +359,7 @@ def run_cell(variants, cell_dir, isa, passes, calls, budget_s, est_gib, mem_gib,
         rows[name] = {"status": f"did not fit (the {clock.hours:g} h bench budget was spent)"}
         continue
       env, label = variant_env(spec["kind"], isa)
+      env.update(spec.get("env", {}))  # a variant's own settings (shared_weights.py)
       slug = name.replace(" ", "_").replace(",", "")
       spec = dict(spec, calls=spec.get("calls", calls), out=os.path.join(cell_dir, slug + ".npy"))
       result, reason = run_child(spec, os.path.join(cell_dir, slug + ".json"), env, budget_s)

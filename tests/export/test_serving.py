@@ -16,12 +16,13 @@ from albert_tf.data import classifier_features, glue, race
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier, export_encoder, export_multiple_choice
 from albert_tf.export import saved_model_writer
+from albert_tf.export import serving
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tokenization import FullTokenizer
 from tests.helpers import finetune
-from tests.helpers.paths import REPO
+from tests.helpers.paths import CONFIG_DIR, REPO
 from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import tiny_config_dict
 
@@ -57,9 +58,20 @@ def _reseed(model, head, seed, std=0.1, head_std=1.0):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+  # Exported as ALBERT-xxlarge is: the shared layers as one loop (serving.py's rule; the tiny
+  # model saves too little to loop by itself), so the comparisons below with the unrolled
+  # in-process models check the looped graphs.
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(serving, "LOOP_SAVES_AT_LEAST_BYTES", 0)
+    return _export_all(tmp_path_factory)
+
+
+def _export_all(tmp_path_factory):
   root = tmp_path_factory.mktemp("export")
   spm = make_tiny_spm_model(str(root))
-  config = AlbertConfig.from_dict(tiny_config_dict())
+  # Three layers: the exports run the first two as one loop (the pooled-only last layer runs
+  # alone), which the comparisons below check against the unrolled in-process models.
+  config = AlbertConfig.from_dict(tiny_config_dict(num_hidden_layers=3))
   tf.random.set_seed(0)
   classifier = AlbertClassifier(config, num_classes=2)
   chooser = AlbertMultipleChoice(config, num_choices=4)
@@ -77,6 +89,23 @@ def exported(tmp_path_factory):
   export_encoder(pretrainer, dirs["hub"], spm, do_lower_case=True)
   return dict(root=str(root), spm=spm, classifier=classifier, chooser=chooser,
               pretrainer=pretrainer, dirs=dirs)
+
+
+@pytest.mark.parametrize("config_file,loops", [
+    ("albert_base_v2.json", False), ("albert_large_v2.json", False),
+    ("albert_xlarge_v2.json", True), ("albert_xxlarge_v2.json", True)])
+def test_only_models_whose_kept_weight_copies_are_large_loop(config_file, loops):
+  config = AlbertConfig.from_json_file(str(CONFIG_DIR / config_file))
+  saved = serving.kept_copies_saved_by_loop(config)
+  assert (saved >= serving.LOOP_SAVES_AT_LEAST_BYTES) == loops, saved / 2**30
+
+
+def test_the_serving_signatures_run_the_shared_layers_as_one_loop(exported):
+  for name in ("mrpc", "race"):
+    function = tf.saved_model.load(exported["dirs"][name]).signatures["token_ids"]
+    graph = function.graph.as_graph_def()
+    ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+    assert ops & {"While", "StatelessWhile"}, f"{name}: no loop in the token_ids graph"
 
 
 def _python_features(spm):

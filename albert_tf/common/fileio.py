@@ -178,11 +178,27 @@ def replace(source, target):
     _gfile().rename(source, target, overwrite=True)
 
 
+# Called before every atomic write is committed (innermost writes first); one that raises
+# abandons the write. training/preemption.py uses it to stop at a safe point.
+_COMMIT_CHECKS = []
+
+
+@contextlib.contextmanager
+def commit_check(check):
+  """While active, `check()` runs before each atomic_path rename; raising abandons the write."""
+  _COMMIT_CHECKS.append(check)
+  try:
+    yield
+  finally:
+    _COMMIT_CHECKS.remove(check)
+
+
 @contextlib.contextmanager
 def atomic_path(path):
   """Yields a temporary path to write; renames it to `path` if the block succeeds.
 
-  On an exception the temporary file (or directory) is removed and `path` is left as it was.
+  On an exception the temporary file (or directory) is removed and `path` is left as it was;
+  so it is when a `commit_check` raises just before the rename.
   """
   path = os.fspath(path)
   parent = os.path.dirname(path)
@@ -191,6 +207,8 @@ def atomic_path(path):
   temp = temporary_name(path)
   try:
     yield temp
+    for check in list(_COMMIT_CHECKS):
+      check()
     if is_local(temp) and os.path.isfile(temp):
       os.chmod(temp, 0o644)  # as a plain open() would have made it
     replace(temp, path)

@@ -15,8 +15,12 @@ SIGKILL; a user sends SIGINT with Ctrl-C. Python's default turns the first into 
     The trainer then saves the checkpoint (weights, optimizer, input position) and raises
     `StopRequested`; the script prints its one line and exits with
     `errors.EXIT_STOPPED_BY_SIGNAL` (42). The same command resumes at that step.
-  * Outside the loop (reading data, evaluating, predicting, exporting: all of whose outputs are
-    written atomically) a signal raises `StopRequested` at once.
+  * Outside the loop (reading data, evaluating, predicting: all of whose outputs are written
+    atomically) a signal raises `StopRequested` at once.
+  * While an export is written (`deferred()`), a signal is recorded and `StopRequested` raised
+    at the next atomic write's commit (fileio.commit_check), which abandons the version. Raised
+    at once, inside TensorFlow's tracing, it came out of C code as a SystemError whose
+    traceback TensorFlow printed.
   * A second SIGINT while the save is under way exits at once without saving.
 
 On TPUs the loop runs on the device and cannot read a host flag; there the stop comes at the end
@@ -54,6 +58,7 @@ class StopSignals:
     self.received = None
     self.stop_flag = None
     self._training = False
+    self._deferred = False
     self._previous = {}
     self._wakeup_fds = None
     self._watcher = None
@@ -109,6 +114,21 @@ class StopSignals:
     finally:
       self._training = False
 
+  @contextlib.contextmanager
+  def deferred(self):
+    """While active, a signal is only recorded; StopRequested is raised before the next atomic
+    write is committed, or when the block ends. A second SIGINT exits at once."""
+    def stop_before_commit():
+      if self.received:
+        raise self.stop_requested()
+    self._deferred = True
+    try:
+      with fileio.commit_check(stop_before_commit):
+        yield self
+    finally:
+      self._deferred = False
+    stop_before_commit()
+
   @property
   def requested(self):
     return self.received is not None
@@ -143,18 +163,23 @@ class StopSignals:
       first = self.received is None
       if first:
         self.received = name
-    if self._training:
+    if self._training or self._deferred:
       if not first and name == "SIGINT":
         os.write(2, b"interrupted again: stopped without saving; the last complete checkpoint "
                     b"is kept\n")
         os._exit(130)  # pylint: disable=protected-access
-      self._raise_flag()
+      if self._training:
+        self._raise_flag()
 
   def _handle_in_main_thread(self, signum, frame):
     """Python's handler (main thread, between bytecodes): raises outside the train loop."""
     del frame
     if self._training:
       return  # the watcher raised the flag; the loop stops after its step and saves
+    if self._deferred:  # recorded; raised at the next commit (deferred())
+      if self.received is None:
+        self.received = signal.Signals(signum).name
+      return
     # Recorded here too, not only by the watcher, for stop_requested() right after. No lock: a
     # second signal re-entering this handler while it held one would wait for ever.
     if self.received is None:

@@ -218,7 +218,9 @@ def _run_steps(task, cfg, runtime, strategy, stop_signals):
   if cfg.do_predict:
     summary.update(_predict(trainer, task, cfg))
   if cfg.export_dir:
-    summary.update(_export(task, cfg))
+    # A signal here stops at the next commit, abandoning the version (preemption.deferred).
+    with stop_signals.deferred():
+      summary.update(_export(task, cfg))
   return summary
 
 

@@ -93,3 +93,39 @@ def other():
 threading.Thread(target=other).start()
 """)
   assert proc.returncode == 0 and "installed False" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_while_deferred_a_signal_abandons_the_next_atomic_write_not_the_code_running():
+  """The export step: the signal is recorded, the code it arrives in goes on (no exception out
+  of TensorFlow's C code), and the next atomic write is abandoned with StopRequested."""
+  proc = _run(f"""
+import tempfile
+from albert_tf.common import fileio
+root = tempfile.mkdtemp()
+with preemption.StopSignals() as stops:
+  try:
+    with stops.deferred():
+      os.kill(os.getpid(), signal.SIGTERM)
+      time.sleep(0.5)
+      print("went on", stops.received)
+      fileio.write_text(os.path.join(root, "version.txt"), "whole")
+      print("committed")
+  except StopRequested as e:
+    print(e.exit_code, e)
+print(sorted(os.listdir(root)))
+# After the block, a signal stops at once again.
+with preemption.StopSignals() as stops:
+  with stops.deferred():
+    pass
+  try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+  except StopRequested as e:
+    print("at once", e.exit_code)
+""")
+  assert proc.returncode == 0, proc.stderr
+  lines = proc.stdout.strip().splitlines()
+  assert lines[0] == "went on SIGTERM", proc.stdout
+  assert lines[1].startswith("42 stopped by SIGTERM: "), proc.stdout
+  assert lines[2] == "[]", proc.stdout  # neither the file nor its temporary
+  assert lines[3] == "at once 42", proc.stdout

@@ -127,3 +127,11 @@ def test_work_runs_cheapest_first_across_sizes():
   assert costs == sorted(costs)
   assert [n for n in names if n.startswith("train")] == ["train large"]
   assert all(w == "serve" for w, _ in sizes.work_order(cells, [], 1, 10, 100))
+
+
+def test_frozen_weights_variant_serves_the_fp32_export_with_the_setting():
+  variants = dict(sizes.serving_variants({"ours fp32": "/exports/fp32"}, 128, with_peers=False))
+  frozen = variants["ours fp32, frozen weights"]
+  assert frozen["path"] == "/exports/fp32" and frozen["kind"] == "savedmodel"
+  assert frozen["env"] == {"TF_ONEDNN_ASSUME_FROZEN_WEIGHTS": "1"}
+  assert "env" not in variants["ours fp32"]

@@ -6,6 +6,7 @@ import tf_keras
 from albert_tf.layers import activations
 from albert_tf.layers import dropout as dropout_lib
 from albert_tf.layers import initializers
+from albert_tf.layers import kernel_layout
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -51,7 +52,9 @@ class AlbertFeedForwardBlock(tf_keras.layers.Layer):
     # 2-D [batch * seq_len, hidden] for the dense layers, so that grappler can fuse MatMul,
     # BiasAdd and the activation on oneDNN CPUs (a rank-3 Dense is a tensordot).
     flat = tf.reshape(hidden_states, [-1, self.hidden_size])
-    ffn_output = self.output_dense(self._intermediate(flat, training))
+    # kernel_layout.dense: under the TFLite converter's scope, the kernels as [out, in] copies
+    # (xxlarge's [4096, 16384] would otherwise stay float32 in an int8 file).
+    ffn_output = kernel_layout.dense(self.output_dense, self._intermediate(flat, training))
     if dropout_seed is not None and training:
       ffn_output = dropout_lib.seeded_dropout(ffn_output, self.hidden_dropout_prob, dropout_seed)
     else:
@@ -71,7 +74,7 @@ class AlbertFeedForwardBlock(tf_keras.layers.Layer):
     dense = self.intermediate
     if not (training and dense.activation is activations.gelu
             and flat.dtype in (tf.bfloat16, tf.float16)):
-      return dense(flat)
+      return kernel_layout.dense(dense, flat)
     # Inside this layer's call the kernel and bias read as the compute dtype (autocast).
     pre_activation = tf.nn.bias_add(tf.matmul(flat, dense.kernel), dense.bias)
     return activations.gelu_float32_inside(pre_activation)

@@ -5,7 +5,7 @@ layer norm, reorder, ...) against the wall time; the rest runs outside oneDNN (T
 kernels: the optimizer update, gathers, casts; and the executor).
 
   .venv/bin/python bench/peers/onednn_profile.py [--export_dir=<a classifier export>] [--precision=fp32]
-  .venv/bin/python bench/peers/onednn_profile.py --what=train [--precision=bf16]
+  .venv/bin/python bench/peers/onednn_profile.py --what=train [--precision=bf16] [--size=large]
 """
 
 import collections
@@ -28,6 +28,8 @@ flags.DEFINE_string("export_dir", None, "An exported classifier version director
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision when exporting; "
                   "the Trainer's --precision with --what=train.")
 flags.DEFINE_enum("what", "serving", ["serving", "train"], "A serving request or a train step.")
+flags.DEFINE_enum("size", "base", ["base", "large"], "With --what=train: the model size "
+                  "(bench/peers/sizes.py's v2 configs; the bench's train step runs at large).")
 flags.DEFINE_integer("requests", 5, "Profiled requests (after three warm-up ones).")
 flags.DEFINE_bool("child", False, "Internal: run the requests in this (traced) process.")
 
@@ -52,13 +54,14 @@ def run_requests(export_dir, requests):
   print("walls " + " ".join(f"{w:.3f}" for w in walls), flush=True)
 
 
-def run_train_steps(precision, requests):
-  """Child: our pretraining step (bench/common.py's, ALBERT-base, batch 8), two warm-up steps,
+def run_train_steps(precision, requests, size="base"):
+  """Child: our pretraining step (bench/common.py's, ALBERT-`size`, batch 8), two warm-up steps,
   then `requests` timed steps between markers; prints the wall times."""
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
   from bench import common  # pylint: disable=g-import-not-at-top
+  from bench.peers import sizes  # pylint: disable=g-import-not-at-top
   features, labels = common.synthetic_pretraining_batch(8, 128, 20, 30000)
-  run, _ = common.build_our_pretraining_step(AlbertConfig.from_dict(common.ALBERT_BASE),
+  run, _ = common.build_our_pretraining_step(AlbertConfig.from_dict(sizes.SIZES[size]),
                                              features, labels, 8, 128, 20, precision=precision)
   for _ in range(2):
     run(1)
@@ -92,7 +95,7 @@ def summarize(output, requests):
 def main(_):
   if FLAGS.child:
     if FLAGS.what == "train":
-      run_train_steps(FLAGS.precision, FLAGS.requests)
+      run_train_steps(FLAGS.precision, FLAGS.requests, FLAGS.size)
     else:
       run_requests(FLAGS.export_dir, FLAGS.requests)
     return
@@ -107,7 +110,8 @@ def main(_):
                                    ["0", "1"], 128, precision=FLAGS.precision)
   env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3")
   child = [sys.executable, os.path.abspath(__file__), "--child", f"--what={FLAGS.what}",
-           f"--precision={FLAGS.precision}", f"--requests={FLAGS.requests}"] + (
+           f"--precision={FLAGS.precision}", f"--requests={FLAGS.requests}",
+           f"--size={FLAGS.size}"] + (
                [f"--export_dir={export_dir}"] if export_dir else [])
   proc = subprocess.run(child, capture_output=True, text=True, env=env, check=True)
   by_kind, wall = summarize(proc.stdout, FLAGS.requests)
@@ -116,7 +120,8 @@ def main(_):
                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=True)
   _, quiet_wall = summarize(quiet.stdout, FLAGS.requests)
   inside = sum(by_kind.values())
-  what = "batch 1 request" if FLAGS.what == "serving" else "train step (batch 8)"
+  what = ("batch 1 request" if FLAGS.what == "serving"
+          else f"ALBERT-{FLAGS.size} train step (batch 8)")
   print(f"{what}, seq 128, {FLAGS.precision}: {quiet_wall:.1f} ms untraced, "
         f"{wall:.1f} ms traced; oneDNN primitives {inside:.1f} ms ({inside / wall:.0%} of the "
         f"traced request), outside oneDNN {wall - inside:.1f} ms")

@@ -57,9 +57,12 @@ def test_the_setting_really_breaks_training():
     pytest.skip("this TensorFlow build has no oneDNN ops: the setting does nothing")
   plain, frozen = runs[False]["loss"], runs[True]["loss"]
   assert plain[-1] < 0.3 * plain[0], plain  # it learns
-  assert frozen[-1] > 0.8 * frozen[0], (
-      f"training with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 learned ({frozen}): TensorFlow no "
-      f"longer keeps stale weights; the guard in albert_tf/common/cpu.py may go")
+  # With the setting the loss stalls near 0.8x its start (only what bypasses the cached
+  # matmul weights, e.g. the biases, still moves: 0.925 -> 0.739 in one CI run, 0.80x), far
+  # above the plain run's.
+  assert frozen[-1] > 0.6 * frozen[0] and frozen[-1] > 2 * plain[-1], (
+      f"training with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 learned ({frozen}; without: {plain}): "
+      f"TensorFlow no longer keeps stale weights; the guard in albert_tf/common/cpu.py may go")
 
 
 @pytest.fixture(scope="module")

@@ -142,6 +142,17 @@ def _split_digit_comma(sp_model, piece):
   return None
 
 
+def _encode_as_proto(sp_model, text):
+  """The pieces of `text` with their byte offsets (`.pieces[i].piece/.begin/.end`).
+
+  SentencePiece 0.2.2 and later spell it encode(..., return_type="proto") and dropped
+  encode_as_immutable_proto; 0.2.1 and earlier (what the [beam] extra's protobuf < 7 allows)
+  have only the latter."""
+  if hasattr(sp_model, "encode_as_immutable_proto"):
+    return sp_model.encode_as_immutable_proto(text)
+  return sp_model.encode(text, return_type="proto")
+
+
 def _reserved_pieces(sp_model):
   """(pieces SentencePiece never emits: control/unknown/unused, the <unk> piece)."""
   cached = getattr(sp_model, "_albert_reserved_pieces", None)
@@ -536,7 +547,7 @@ class FullTokenizer:
     if self.sp_model is None:
       raise AlbertError("tokenize_with_offsets needs a SentencePiece model (--spm_model_file)")
     processed, char_spans = _preprocess_with_alignment(text, lower=self.do_lower_case)
-    proto = self.sp_model.encode(processed, return_type="proto")
+    proto = _encode_as_proto(self.sp_model, processed)
     # SentencePiece offsets are UTF-8 byte offsets into `processed`: map bytes -> chars.
     byte_to_char = []
     for ci, ch in enumerate(processed):

@@ -1,9 +1,16 @@
-"""The tables of docs/benchmarks.md, written from the peers bench's results files.
+"""The measured figures of README.md and docs/: the tables written from the bench's results files,
+and the figures quoted in the text, each a link to its file.
 
-Each table sits in the page between `<!-- generated: NAME -->` and `<!-- end generated -->`;
-`python -m bench.peers.docs_tables` rewrites them from bench/peers/results/*.json, and
-tests/test_docs_figures.py fails when the page and the files disagree. So a figure in those
-tables has one value, its file's, and a new run changes the page by running this module.
+Tables: each sits in docs/benchmarks.md between `<!-- generated: NAME -->` and
+`<!-- end generated -->`; `python -m bench.peers.docs_tables` rewrites them from
+bench/peers/results/*.json. Quoted figures: a Markdown link whose text holds the figure and whose
+target is a results file, with a title saying where in the file it is:
+`[0.25](../bench/peers/results/sizes_batch1.json "cells[size=base,seq=128,batch=1]/rows/ours
+TFLite int8/vs_ours_fp32")`; the title is a path of keys and list filters (`name[k=v,...]`: the
+one element whose fields have those values), optionally followed by ` MiB` (bytes shown in MiB)
+or ` x<factor>` (e.g. ` x0.001`: ms shown in s). The figure must equal the value rounded to the
+decimals it is written with. tests/test_docs_figures.py fails when a table or a quoted figure
+disagrees with its file, so each figure has one value, its file's.
 
 Reads JSON only (no TensorFlow).
 """
@@ -194,6 +201,65 @@ TABLES = {
     "history-intel": lambda: history_table("latest.json"),
     "history-intel-goals": lambda: goals_list("latest.json"),
 }
+
+
+FIGURE = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]*bench/[^)\s]*\.json)"
+                    r"\s+\"(?P<query>[^\"]+)\"\)")
+NUMBER = re.compile(r"-?\d+(?:\.(?P<decimals>\d+))?(?:[eE](?P<exponent>[-+]?\d+))?")
+
+
+def lookup(data, query):
+  """The value at `query` (see the module docstring) in a loaded results file."""
+  factor = 1.0
+  if query.endswith(" MiB"):
+    query, factor = query[:-len(" MiB")], 1 / 2**20
+  scaled = re.search(r" x([\d.e-]+)$", query)
+  if scaled:
+    query, factor = query[:scaled.start()], float(scaled.group(1))
+  value = data
+  for segment in query.split("/"):
+    match = re.fullmatch(r"(?P<key>[^\[]+)(?:\[(?P<filters>[^\]]*)\])?", segment)
+    value = value[match.group("key")]
+    if match.group("filters"):
+      wanted = dict(item.split("=", 1) for item in match.group("filters").split(","))
+      found = [e for e in value if all(str(e.get(k)) == v for k, v in wanted.items())]
+      if len(found) != 1:
+        raise KeyError(f"{segment}: {len(found)} elements match")
+      value = found[0]
+  return value * factor
+
+
+def figure_mismatch(text, value):
+  """None when the figure written as `text` is `value` at the precision it is written with,
+  else what it should read."""
+  match = NUMBER.search(text)
+  if match is None:
+    return f"no number in {text!r}"
+  decimals = len(match.group("decimals") or "")
+  if match.group("exponent") is not None:
+    expected = f"{value:.{decimals}e}"
+    same = float(expected) == float(match.group(0))
+  else:
+    expected = f"{value:.{decimals}f}"
+    same = expected == match.group(0)
+  return None if same else f"{text!r}: the file says {expected}"
+
+
+def quoted_figures(page):
+  """[(link text, target, query, problem or None)] of a page (a path below the repository)."""
+  with open(os.path.join(REPO, page), encoding="utf-8") as f:
+    text = f.read()
+  found = []
+  for match in FIGURE.finditer(text):
+    target = os.path.normpath(os.path.join(REPO, os.path.dirname(page), match.group("target")))
+    try:
+      with open(target, encoding="utf-8") as f:
+        value = lookup(json.load(f), match.group("query"))
+      problem = figure_mismatch(match.group("text"), value)
+    except (OSError, KeyError, TypeError, ValueError, IndexError) as e:
+      problem = f"cannot read it: {type(e).__name__}: {e}"
+    found.append((match.group("text"), match.group("target"), match.group("query"), problem))
+  return found
 
 
 def render(text):

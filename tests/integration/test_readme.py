@@ -161,8 +161,8 @@ RULES = [
          "what it unpacks)"),
     Rule("untar", r"^tar -xzf albert_base_v2\.tar\.gz", marked="unpacks the download above "
          "(albert_base/ is its stand-in)"),
-    Rule("script_help", r"^python run_classifier\.py --help \| head ",
-         stdout=r"python run_classifier\.py --task_name=MRPC"),
+    Rule("script_help", r"^python run_classifier\.py --helpfull \| grep -A2 -- --export_precision$",
+         stdout=r"--export_precision: <fp32\|bf16\|auto>"),
     Rule("lowercase_corpus", r"^mkdir -p vocab && awk '\{ print tolower\(\$0\) \}' corpus/\*\.txt",
          produces=["vocab/corpus.txt"], contents={"vocab/corpus.txt": [r"^[^A-Z]*$"]}),
     Rule("train_spm", r"^python -m albert_tf\.cli\.train_spm .*--model_prefix=vocab/30k-clean",
@@ -261,6 +261,11 @@ RULES = [
          marked="queries the tensorflow_model_server above"),
     Rule("grpc_client", r"prediction_service_pb2_grpc\.PredictionServiceStub",
          marked="queries the tensorflow_model_server above (gRPC)"),
+    Rule("output_dir_is_a_file", r"--output_dir=data/train\.csv --do_train; echo \"exit status \$\?\"$",
+         stdout=r"exit status 2\n$",
+         output=r"error: --output_dir=data/train\.csv: is a file, expected a directory"),
+    Rule("tokenizer_snippet", r'FullTokenizer\(vocab_file=None, spm_model_file="albert_base/',
+         stdout=r"(?m)^\[(?![^\n]*'\[CLS\]')'[^\n]*'\]$"),
     Rule("custom_results", r"^cat out/mine/eval_results\.txt out/mine/best_trial\.txt$",
          after=["custom"], stdout=r"eval_accuracy = [\d.]+\n(?s:.*)\n\d+:\d+:[\d.]+"),
     Rule("query_single_text", r"^python -m albert_tf\.cli\.query_savedmodel "

@@ -1,7 +1,7 @@
 """The measured figures of README.md and docs/: the tables written from the bench's results files,
 and the figures quoted in the text, each a link to its file.
 
-Tables: each sits in docs/benchmarks.md between `<!-- generated: NAME -->` and
+Tables: each sits in a page of docs/ between `<!-- generated: NAME -->` and
 `<!-- end generated -->`; `python -m bench.peers.docs_tables` rewrites them from
 bench/peers/results/*.json. Quoted figures: a Markdown link whose text holds the figure and whose
 target is a results file, with a title saying where in the file it is:
@@ -22,7 +22,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join("bench", "peers", "results")
-PAGE = os.path.join(REPO, "docs", "benchmarks.md")
+DOCS = os.path.join(REPO, "docs")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 
@@ -188,6 +188,30 @@ def goals_list(result_file, where_prefix=""):
   return "\n".join(lines)
 
 
+def frozen_table(files):
+  """Time with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1 relative to the same export without it (the
+  paired ratio of the unrolled exports), per request shape and size, fp32 / bf16."""
+  cells = [c for name in files for c in load(name)["cells"]
+           if c["rows"].get("ours fp32 unrolled, frozen", {}).get("status") == "ok"]
+  sizes = list(dict.fromkeys(c["size"] for c in cells))
+  shapes = list(dict.fromkeys((c["batch"], c["seq"]) for c in cells))
+  lines = ["| request | " + " | ".join(f"{s} fp32 / bf16" for s in sizes) + " |",
+           "|---|" + "---|" * len(sizes)]
+  for batch, seq in shapes:
+    values = []
+    for size in sizes:
+      cell = [c for c in cells if (c["size"], c["batch"], c["seq"]) == (size, batch, seq)]
+      if not cell:
+        values.append("not run")
+        continue
+      rows = cell[0]["rows"]
+      pair = [rows[f"ours {p} unrolled, frozen"] for p in ("fp32", "bf16")]
+      text = " / ".join(f"{r['vs_unrolled']:.2f}" for r in pair)
+      values.append(text + (" (one pass)" if pair[0]["passes"] == 1 else ""))
+    lines.append(f"| batch {batch} × {seq} | " + " | ".join(values) + " |")
+  return "\n".join(lines)
+
+
 TABLES = {
     "sizes-batch1": lambda: cells_table("sizes_batch1.json", {1}),
     "sizes-batch1-goals": lambda: goals_table("sizes_batch1.json", 1),
@@ -200,7 +224,13 @@ TABLES = {
     "avx2-batch1": lambda: cells_table("sizes_avx2_batch1.json", {1}),
     "history-intel": lambda: history_table("latest.json"),
     "history-intel-goals": lambda: goals_list("latest.json"),
+    "frozen-weights": lambda: frozen_table(["shared_weights.json", "shared_weights_xxlarge.json"]),
 }
+
+
+def pages():
+  """The pages of docs/ (paths)."""
+  return sorted(os.path.join(DOCS, name) for name in os.listdir(DOCS) if name.endswith(".md"))
 
 
 FIGURE = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]*bench/[^)\s]*\.json)"
@@ -267,20 +297,24 @@ def render(text):
   def replace(match):
     name = match.group("name")
     if name not in TABLES:
-      raise KeyError(f"docs/benchmarks.md: no generator for table {name!r}")
+      raise KeyError(f"no generator for table {name!r}")
     return match.group(1) + TABLES[name]() + "\n" + match.group(4)
   return BLOCK.sub(replace, text)
 
 
 def main(argv):
-  with open(PAGE, encoding="utf-8") as f:
-    text = f.read()
-  new = render(text)
-  if "--check" in argv:
-    return 0 if new == text else 1
-  with open(PAGE, "w", encoding="utf-8") as f:
-    f.write(new)
-  return 0
+  stale = []
+  for page in pages():
+    with open(page, encoding="utf-8") as f:
+      text = f.read()
+    new = render(text)
+    if new == text:
+      continue
+    stale.append(page)
+    if "--check" not in argv:
+      with open(page, "w", encoding="utf-8") as f:
+        f.write(new)
+  return 1 if stale and "--check" in argv else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The README's Layout block names every module under albert_tf/, and nothing that is not there.
+"""The Layout block of docs/architecture.md (linked from the README) names every module under
+albert_tf/, and nothing that is not there.
 
 The block is a tree written by indentation (two spaces a level): a line whose first word ends in
 `/` is a folder, one whose first word ends in `.py` is a module of the folder above it. The test
@@ -11,7 +12,7 @@ import re
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(REPO, "README.md")
+LAYOUT_PAGE = os.path.join(REPO, "docs", "architecture.md")
 ENTRY = re.compile(r"^(?P<indent> *)(?P<name>[A-Za-z_][\w.]*(?:/|\.py))(?:\s|$)")
 
 
@@ -19,7 +20,7 @@ def layout_block(text):
   """The lines of the fenced block under `## Layout`."""
   section = text.split("\n## Layout\n", 1)
   if len(section) != 2:
-    raise AssertionError("README.md has no '## Layout' section")
+    raise AssertionError("docs/architecture.md has no '## Layout' section")
   after = section[1]
   fence = after.index("```")
   body = after[fence:].split("\n", 1)[1]
@@ -44,7 +45,7 @@ def layout_paths(lines):
       continue
     del stack[depth:]
     if len(stack) != depth:
-      raise AssertionError(f"README Layout: {name!r} is indented under nothing: {line!r}")
+      raise AssertionError(f"docs/architecture.md Layout: {name!r} is indented under nothing: {line!r}")
     path = "/".join(stack + [name.rstrip("/")])
     paths.add(path + ("/" if name.endswith("/") else ""))
     if name.endswith("/"):
@@ -75,17 +76,17 @@ def test_layout_parser_reads_a_tree():
                                  "albert_tf/d.py"}
 
 
-def test_every_module_is_in_the_readme_layout():
-  named = layout_paths(layout_block(open(README, encoding="utf-8").read()))
+def test_every_module_is_in_the_layout():
+  named = layout_paths(layout_block(open(LAYOUT_PAGE, encoding="utf-8").read()))
   on_disk = package_paths()
   missing = sorted(on_disk - named)
-  assert not missing, f"modules missing from README.md's Layout: {missing}"
+  assert not missing, f"modules missing from docs/architecture.md's Layout: {missing}"
 
 
-def test_the_readme_layout_names_nothing_that_does_not_exist():
-  named = layout_paths(layout_block(open(README, encoding="utf-8").read()))
+def test_the_layout_names_nothing_that_does_not_exist():
+  named = layout_paths(layout_block(open(LAYOUT_PAGE, encoding="utf-8").read()))
   stale = sorted(named - package_paths())
-  assert not stale, f"README.md's Layout names what does not exist: {stale}"
+  assert not stale, f"docs/architecture.md's Layout names what does not exist: {stale}"
 
 
 def test_a_badly_indented_layout_fails():

@@ -1,5 +1,5 @@
-"""README.md as data: its fenced ```bash and ```python blocks, split into the commands a user
-types, each named by the README section it sits in.
+"""README.md and docs/*.md as data: their fenced ```bash and ```python blocks, split into the
+commands a user types, each named by its page and the section it sits in.
 
 Nothing here imports albert_tf or TensorFlow: tests/integration/test_readme.py parses the README
 at collection time, and the commands then run in fresh subprocesses.
@@ -12,6 +12,12 @@ import shlex
 from tests.helpers.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
+
+
+def pages():
+  """README.md, then every page of docs/ in name order: the pages whose commands run."""
+  return [README] + sorted(DOCS.glob("*.md"))
 
 # Runs a Python snippet as if typed into the interactive interpreter: statement by statement,
 # printing the value of each bare expression (`pretrained.predict(...)`), so that what the README
@@ -38,17 +44,24 @@ _HEADING = re.compile(r"^(#{2,4})\s+(.*?)\s*$")
 @dataclasses.dataclass(frozen=True)
 class Command:
   """One shell command (backslash continuations and quoted line breaks joined) or one whole
-  Python snippet of the README."""
+  Python snippet of a page."""
   section: str  # the nearest heading above it, as written
   index: int  # 1-based position among the section's commands and snippets
   language: str  # "bash" or "python"
   text: str  # bash: the command as typed (one logical line); python: the block's source
-  line: int  # README line where it starts
+  line: int  # line of the page where it starts
+  page: str = "README.md"  # the page, relative to the repository
 
   @property
   def test_id(self):
     slug = re.sub(r"[^a-z0-9]+", "-", self.section.lower()).strip("-")
-    return f"{slug}-{self.index}"
+    if self.page == "README.md":
+      return f"{slug}-{self.index}"
+    return f"{self.page[len('docs/'):-len('.md')]}:{slug}-{self.index}"
+
+  @property
+  def where(self):
+    return f"{self.page} line {self.line} ({self.test_id})"
 
 
 def _complete(text):
@@ -85,8 +98,15 @@ def split_shell(block):
   return commands
 
 
-def readme_commands(text=None):
-  """Every ```bash command and ```python snippet of the README, in README order.
+def all_commands():
+  """Every command of README.md and docs/*.md, page by page (pages() order)."""
+  return [command for path in pages() for command in readme_commands(
+      path.read_text(encoding="utf-8"), path.relative_to(REPO_ROOT).as_posix())]
+
+
+def readme_commands(text=None, page="README.md"):
+  """Every ```bash command and ```python snippet of one page (default: the README), in page
+  order.
 
   Other fences (the layout tree, plain ``` blocks) are not commands.
   """
@@ -116,7 +136,8 @@ def readme_commands(text=None):
                 else split_shell("\n".join(body)))
       for offset, piece in pieces:
         counts[section] = counts.get(section, 0) + 1
-        commands.append(Command(section, counts[section], language, piece, i + 2 + offset))
+        commands.append(Command(section, counts[section], language, piece, i + 2 + offset,
+                                page))
     i = end + 1
   return commands
 
@@ -168,6 +189,9 @@ def build_stand_ins(root):
   # `python -m albert_tf...` work from `root` as they do from a checkout.
   for name in REPO_SCRIPTS + ("albert_tf",):
     os.symlink(REPO_ROOT / name, root / name)
+  # `source .venv/bin/activate` (the README's install step): the suite's own environment.
+  import sys  # pylint: disable=g-import-not-at-top
+  os.symlink(sys.prefix, root / ".venv")
 
   build = root / "_build"
   spm = text.make_tiny_spm_model(str(build), vocab_size=SPM_VOCAB)

@@ -1,8 +1,11 @@
-"""README.md as a test: every ```bash command and ```python snippet in it runs, as typed, on tiny
-stand-ins, so the README cannot say what the code does not do.
+"""README.md and docs/*.md as a test: every ```bash command and ```python snippet in them runs, as
+typed, on tiny stand-ins, so the pages cannot say what the code does not do.
 
-The commands are read from README.md when the tests are collected (tests/helpers/readme.py), one
-test per command, named `<section>-<n>` (the n-th command or snippet under that heading). Each
+The commands are read from README.md and docs/*.md when the tests are collected
+(tests/helpers/readme.py), one test per command, named `<section>-<n>` on the README and
+`<page>:<section>-<n>` on docs/<page>.md (the n-th command or snippet under that heading). A
+command written the same way on two pages (the README's three jobs, repeated where docs/ open
+with them) runs once: the second page's test checks the first one's result. Each
 runs in a subprocess with cwd = one shared stand-in directory built once per session, relative
 paths as written, through `bash -c` (quotes, globs, `$GLUE_DIR`, `$PWD` as a shell reads them),
 with `python` the suite's interpreter; a Python snippet runs in that directory as typed into the
@@ -36,7 +39,8 @@ Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2,
 | `run_glue.sh`, `recipes/` | symlinks to this checkout (their steps scaled down by RULES' `args`) |
 | `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
 | `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
-| `albert_base_hf`, `out/...`, `pretrain/`, `data/train.tfrecord`, `albert_base_tf1|2/` | written by the README's own commands |
+| `.venv` (`source .venv/bin/activate`) | the suite's own environment (sys.prefix) |
+| `albert_base_hf`, `out/...`, `pretrain/`, `vocab/`, `records/train.tfrecord`, `albert_base_tf1|2/` | written by the pages' own commands |
 
 Sizes: TINY_FLAGS rewrites these flags, wherever they appear, so that each command runs in
 seconds (the values the README gives are for ALBERT-base on real data):
@@ -54,17 +58,22 @@ seconds (the values the README gives are for ALBERT-base on real data):
   --save_checkpoints_steps=2
                             one checkpoint at the end (each checkpoint is evaluated)
   --dupe_factor=1           40 passes over the corpus
-  --num_workers=2           16 worker processes on the 2-core test machine
+  --num_workers=2           $(nproc) or 16 worker processes on the 2-core test machine
+  --vocab_size=1000         the 30000 pieces of the released models need far more text than the
+                            tiny corpus; 1000 = the tiny config's vocab_size, as the README's rule
 PYTHON_REWRITES does the same for the snippets: the token id 1374 (of the 30k vocabulary) is out
 of the tiny vocabulary's range.
 
 Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (CI runs it after
-the tests), `make test` (this suite), TF Serving and curl (no `tensorflow_model_server` binary on
-a test machine; `query_savedmodel` in the same block queries the export instead), the two-machine
+the tests), `make test` and pytest (this suite), `make bench-peers` (hours, its own venv), the
+checkpoint download and its `tar` (no network; `albert_base/` is what they unpack), TF Serving,
+its Docker image, curl and the gRPC client (no `tensorflow_model_server` binary on a test
+machine; `query_savedmodel` queries the same exports instead), the two-machine
 TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags),
 the keras-hub snippet (Keras 3 and keras-hub, outside the requirements).
-Checked instead to fail with their one line: the README's TPU flags on a machine without a TPU,
-and the README's TF_CONFIG with its pretraining command when host1 never answers.
+Checked instead to fail with their one line: the TPU flags of docs/distributed_training.md on a
+machine without a TPU, and its TF_CONFIG with the README's pretraining command when host1 never
+answers.
 """
 
 import dataclasses
@@ -95,6 +104,7 @@ TINY_FLAGS = {
     "save_checkpoints_steps": "2",
     "dupe_factor": "1",
     "num_workers": "2",
+    "vocab_size": "1000",
 }
 
 PYTHON_REWRITES = {"1374": "137"}
@@ -142,6 +152,21 @@ RECIPE_SQUAD = "--doc_stride=32 --max_query_length=16 --num_train_epochs=1"
 RULES = [
     Rule("make", r"^make (quickstart|test)\b",
          marked="`make quickstart` runs in CI after the tests; `make test` is this suite"),
+    Rule("bench_peers", r"^make bench-peers$",
+         marked="hours on 2 cores, in its own venv (bench/requirements.txt)"),
+    Rule("pytest", r"^\.venv/bin/python -m pytest ", marked="the suite itself (`make test`)"),
+    Rule("activate", r"^source \.venv/bin/activate$"),
+    Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",
+         marked="downloads the official tarball (tests run offline; albert_base/ stands in for "
+         "what it unpacks)"),
+    Rule("untar", r"^tar -xzf albert_base_v2\.tar\.gz", marked="unpacks the download above "
+         "(albert_base/ is its stand-in)"),
+    Rule("script_help", r"^python run_classifier\.py --helpfull \| grep -A2 -- --export_precision$",
+         stdout=r"--export_precision: <fp32\|bf16\|auto>"),
+    Rule("lowercase_corpus", r"^mkdir -p vocab && awk '\{ print tolower\(\$0\) \}' corpus/\*\.txt",
+         produces=["vocab/corpus.txt"], contents={"vocab/corpus.txt": [r"^[^A-Z]*$"]}),
+    Rule("train_spm", r"^python -m albert_tf\.cli\.train_spm .*--model_prefix=vocab/30k-clean",
+         after=["lowercase_corpus"], produces=["vocab/30k-clean.model", "vocab/30k-clean.vocab"]),
     Rule("pretrainer_snippet", r'load_tf1_checkpoint\(model, "albert_base/model\.ckpt-best"\)',
          produces=["out/model.ckpt.index"], stdout=(
              # the README's shape comments at the tiny size: [batch, seq_len, hidden],
@@ -162,8 +187,8 @@ RULES = [
     Rule("convert_hf_to_tf1", r"convert .*--input_checkpoint=albert_base_hf(\s|$)",
          after=["convert_tf1_to_hf", "convert_tf2_to_tf1"],  # the latter writes the same path
          produces=["albert_base_tf1/model.ckpt.index", "albert_base_tf1/albert_config.json"]),
-    Rule("create_pretraining_data", r"^python create_pretraining_data\.py ",
-         produces=["data/train.tfrecord"]),
+    Rule("create_pretraining_data", r"^python create_pretraining_data\.py ", after=["train_spm"],
+         produces=["records/train.tfrecord"]),
     Rule("run_pretraining", r"^python run_pretraining\.py .*--output_dir=pretrain(\s|$)",
          after=["create_pretraining_data"],
          # "Each progress line shows step, loss, MLM and SOP accuracy, learning rate, examples/s
@@ -195,7 +220,6 @@ RULES = [
          contents={"out/race/eval_results.txt": [r"^eval_accuracy = ", r"^middle_accuracy = ",
                                                  r"^high_accuracy = "]}),
     Rule("custom", r"^python run_classifier\.py --task_name=custom .*--output_dir=out/mine(\s|$)",
-         after=["create_pretraining_data"],  # README order: data/ holds train.tfrecord then
          produces=[p.format("out/mine") for p in GLUE_RUN + (
              "{}/predictions.tsv", "{}/test_results.tsv", "{}/label_list.json")] +
          [p.format("out/mine_export") for p in EXPORT],
@@ -231,8 +255,21 @@ RULES = [
          "other flags"),
     Rule("tf_serving", r"^tensorflow_model_server ",
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
+    Rule("docker_serving", r"^docker run .* tensorflow/serving$",
+         marked="no Docker on a test machine (query_savedmodel queries the export)"),
     Rule("curl", r"^curl .*localhost:8501",
          marked="queries the tensorflow_model_server above"),
+    Rule("grpc_client", r"prediction_service_pb2_grpc\.PredictionServiceStub",
+         marked="queries the tensorflow_model_server above (gRPC)"),
+    Rule("output_dir_is_a_file", r"--output_dir=data/train\.csv --do_train; echo \"exit status \$\?\"$",
+         stdout=r"exit status 2\n$",
+         output=r"error: --output_dir=data/train\.csv: is a file, expected a directory"),
+    Rule("tokenizer_snippet", r'FullTokenizer\(vocab_file=None, spm_model_file="albert_base/',
+         stdout=r"(?m)^\[(?![^\n]*'\[CLS\]')'[^\n]*'\]$"),
+    Rule("custom_results", r"^cat out/mine/eval_results\.txt out/mine/best_trial\.txt$",
+         after=["custom"], stdout=r"eval_accuracy = [\d.]+\n(?s:.*)\n\d+:\d+:[\d.]+"),
+    Rule("query_single_text", r"^python -m albert_tf\.cli\.query_savedmodel "
+         r"--export_dir=out/mine_export --text_a=", after=["custom"], stdout=r"\b(neg|pos)\b"),
     Rule("query_savedmodel", r"^python -m albert_tf\.cli\.query_savedmodel "
          r".*--export_dir=out/mnli_export(\s|$)", after=["glue_mnli"],
          stdout=r"(entailment|neutral|contradiction)"),
@@ -258,25 +295,34 @@ RULES = [
          "(tests/checkpoints/test_keras_hub.py checks its committed outputs)"),
 ]
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
-COMMANDS = readme.readme_commands()
+COMMANDS = readme.all_commands()
+# The first command of each text: a command repeated on another page runs once, as this one.
+FIRST = {}
+for _command in COMMANDS:
+  FIRST.setdefault((_command.language, _command.text), _command)
+
+
+def first(command):
+  """The command that runs for `command`: the first with the same text, in page order."""
+  return FIRST[(command.language, command.text)]
 
 
 def classify(command):
   """The one rule matching the command; raises AssertionError for none or several."""
   matches = [rule for rule in RULES if re.search(rule.pattern, command.text, re.S)]
   assert matches, (
-      f"README.md line {command.line} ({command.test_id}): a command the harness cannot "
+      f"{command.where}: a command the harness cannot "
       f"classify; add a rule for it to RULES in {__file__}:\n{command.text}")
-  assert len(matches) == 1, (f"README.md line {command.line}: rules "
+  assert len(matches) == 1, (f"{command.where}: rules "
                              f"{[r.name for r in matches]} all match:\n{command.text}")
   return matches[0]
 
 
 def commands_of(rule_name):
-  """The README commands of one rule, in README order (unclassifiable ones are skipped here:
-  their own tests fail)."""
-  return [c for c in COMMANDS
-          if [r.name for r in RULES if re.search(r.pattern, c.text, re.S)] == [rule_name]]
+  """The commands of one rule that run, in page order (a repeated text once; unclassifiable
+  ones are skipped here: their own tests fail)."""
+  return [c for c in COMMANDS if first(c) is c
+          and [r.name for r in RULES if re.search(r.pattern, c.text, re.S)] == [rule_name]]
 
 
 def tiny(command):
@@ -333,6 +379,7 @@ class Runner:
     wanted = set()
 
     def add(command):
+      command = first(command)
       rule = rule_of(command)
       if command.test_id in wanted or rule is None or rule.marked:
         return
@@ -373,7 +420,9 @@ class Runner:
         self._cond.notify_all()
 
   def run(self, command):
-    """(CompletedProcess or None, seconds, error or None) of the command, run once."""
+    """(CompletedProcess or None, seconds, error or None) of the command, run once (a repeated
+    text: its first command's)."""
+    command = first(command)
     with self._cond:
       while command.test_id not in self.results and (
           command in self._pending or command.test_id in self._running):
@@ -391,7 +440,7 @@ class Runner:
     for dep in dependencies(command):
       proc, _, error = self.results[dep.test_id]
       if error or proc.returncode != 0:
-        return None, 0.0, (f"needs {dep.test_id} (README line {dep.line}), which failed: "
+        return None, 0.0, (f"needs {dep.where}, which failed: "
                            f"{error or f'exit {proc.returncode}'}")
     text = tiny(command)
     if command.language == "python":
@@ -467,7 +516,7 @@ def readme_runner(tmp_path_factory, request):
 
 
 def _describe(command, text, proc):
-  return (f"README.md line {command.line} ({command.test_id}), run as:\n{text}\n"
+  return (f"{command.where}, run as:\n{text}\n"
           f"exit {proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n"
           f"{proc.stderr[-4000:]}")
 
@@ -479,7 +528,7 @@ def test_readme_command(command, readme_runner):
     pytest.skip(f"not run: {rule.marked}")
   proc, seconds, error = readme_runner.run(command)
   print(f"{command.test_id}: {seconds:.1f} s")
-  assert not error, f"README.md line {command.line} ({command.test_id}): {error}"
+  assert not error, f"{command.where}: {error}"
   assert proc.returncode == 0, _describe(command, tiny(command), proc)
   assert "Traceback" not in proc.stderr, _describe(command, tiny(command), proc)
   root = readme_runner.root
@@ -508,11 +557,12 @@ def test_every_rule_is_used():
 
 
 def test_tpu_flags_without_a_tpu_are_one_line(readme_runner):
-  """The README's TPU flags (Distributed training) on the README's pretraining command, on a
+  """The TPU flags of docs/distributed_training.md on the README's pretraining command, on a
   machine without a TPU: exit 2 with one line naming the TPU, no traceback and no wait."""
-  flags = re.search(r"\*\*TPU\*\*: `([^`\[]+)", readme.README.read_text(encoding="utf-8"))
-  assert flags, "README.md: the Distributed training section's TPU flags moved"
-  pretraining, = commands_of("run_pretraining")
+  flags = re.search(r"\*\*TPU\*\*: `([^`\[]+)",
+                    (readme.DOCS / "distributed_training.md").read_text(encoding="utf-8"))
+  assert flags, "docs/distributed_training.md: the TPU flags moved"
+  pretraining = commands_of("run_pretraining")[0]
   for dep in commands_of("create_pretraining_data"):
     readme_runner.run(dep)
   text = re.sub(r"--output_dir=\S+", "--output_dir=pretrain_tpu", tiny(pretraining))
@@ -525,10 +575,11 @@ def test_tpu_flags_without_a_tpu_are_one_line(readme_runner):
 
 
 def test_cluster_without_its_peers_is_one_line(readme_runner):
-  """The README's TF_CONFIG (worker 0 of host0/host1) with the README's pretraining command: no
+  """The TF_CONFIG of docs/distributed_training.md (worker 0 of host0/host1) with the README's
+  pretraining command: no
   host1 answers, so after --worker_wait_seconds it gives up with one line, exit 2."""
   export, = commands_of("tf_config")
-  pretraining, = commands_of("run_pretraining")
+  pretraining = commands_of("run_pretraining")[0]
   for dep in commands_of("create_pretraining_data"):
     readme_runner.run(dep)
   command = re.sub(r"--output_dir=\S+", "--output_dir=pretrain_cluster", tiny(pretraining))

@@ -90,6 +90,18 @@ def test_export_answers_with_exit_layer_as_the_run_predicted(mrpc_run):
   assert got == exit_layers
 
 
+def test_patience_sweep_run_evaluates_the_best_checkpoint_at_another_patience(setup, mrpc_run):
+  # The docs' sweep: --do_eval alone, the fine-tuned model.ckpt-best (TF1 names, internal
+  # classifiers included) as --init_checkpoint, a patience no example can reach in 3 layers.
+  proc = scripts.run_script("run_classifier.py", _job_args(
+      setup, "--task_name=MRPC", "--data_dir=glue",
+      "--output_dir=sweep_p2", "--init_checkpoint=out/model.ckpt-best", "--do_eval",
+      "--early_exit_patience=2"), cwd=str(mrpc_run))
+  assert proc.returncode == 0, scripts.describe(proc)
+  text = (mrpc_run / "sweep_p2" / "eval_results.txt").read_text()
+  assert f"eval_mean_exit_layer = {float(LAYERS)!r}" in text, text
+
+
 def test_regression_on_own_data_predicts_exit_layers(setup):
   root = setup["root"]
   data = root / "own"

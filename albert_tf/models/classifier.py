@@ -114,6 +114,9 @@ class AlbertClassifier(AlbertModel):
     return {"num_classes": num_labels, "is_regression": False}
 
   def head_config(self):
-    return {"num_classes": self.num_classes, "is_regression": self.is_regression,
-            "dropout_rate": self.dropout_rate, "early_exit": self.early_exit,
-            "patience": self.patience, "regression_threshold": self.regression_threshold}
+    config = {"num_classes": self.num_classes, "is_regression": self.is_regression,
+              "dropout_rate": self.dropout_rate}
+    if self.early_exit:  # (a classifier without early exit keeps the config it always had)
+      config.update(early_exit=self.early_exit, patience=self.patience,
+                    regression_threshold=self.regression_threshold)
+    return config

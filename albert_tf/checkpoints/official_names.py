@@ -7,7 +7,8 @@
 * "where" is a path of public attributes from the model; `encoder.` is the model's AlbertEncoder
   (the model itself when it is one). `attention_blocks[]` / `ffn_blocks[]` repeat the row for every
   block the sharing plan owns, with `{scope}` the block's official scope (`group_g/inner_group_k`,
-  or `layer_l/inner_group_k` for the sharing ablations) and `{group}` / `{inner}` its HF indices.
+  or `layer_l/inner_group_k` for the sharing ablations) and `{group}` / `{inner}` its HF indices;
+  any other `list[]` (a head per layer) repeats it per item, `{index}` counting from 1.
 * A row applies to a model when every attribute on its path exists and is not None, so one table
   serves every model: a classifier has no `masked_lm_head`, a SQuAD v1.1 head no `start_dense`,
   an E == H encoder no `embedding_projection`.
@@ -85,6 +86,12 @@ _TABLE = (
     # AlbertForSequenceClassification's Linear(H, num_labels) on the pooled output.
     ("output_weights", "classifier_head.output_weights", HF_CLASSIFIER + ".weight"),
     ("output_bias", "classifier_head.output_bias", HF_CLASSIFIER + ".bias"),
+    # Early exit (AlbertClassifier with early_exit, heads/early_exit.py): the internal
+    # classifiers of layers 1 .. L-1, [num_classes, H] each; no official or HF counterpart (an HF
+    # export keeps the ordinary classifier and leaves them out).
+    ("early_exit/layer_{index}/output_weights", "early_exit_classifiers.heads[].output_weights",
+     None),
+    ("early_exit/layer_{index}/output_bias", "early_exit_classifiers.heads[].output_bias", None),
     # RACE (AlbertMultipleChoice, official run_race.py): the same names, [1, H]; HF
     # AlbertForMultipleChoice's Linear(H, 1) on each choice's pooled output.
     ("output_weights", "choice_head.scorer.output_weights", HF_CLASSIFIER + ".weight"),
@@ -150,6 +157,9 @@ def _places(model, where):
   if not blocks:
     found = _attribute(obj, rest)
     return [] if found is None else [({}, found)]
+  if blocks not in _OWNERS:  # a list of heads, one per layer: `{index}` from 1
+    items = [] if obj is None else getattr(obj, blocks)
+    return [({"index": i}, _attribute(item, rest)) for i, item in enumerate(items, start=1)]
   owners = getattr(obj.sharing_plan, _OWNERS[blocks])
   places = []
   for owner, block in zip(owners, getattr(obj, blocks)):

@@ -32,7 +32,8 @@ def define_flags(max_seq_length, learning_rate, save_checkpoints_steps, do_train
   the model and its vocabulary, the job, the export extras and the runtime; --train_step,
   --warmup_step and --optimizer when `train_step` is given (run_classifier, run_race; SQuAD
   counts epochs); --do_eval and --eval_batch_size unless `do_eval` is None (SQuAD evaluates
-  with --do_predict); the own-data flags with `custom_task_flags` (run_classifier)."""
+  with --do_predict); the own-data and early-exit flags with `custom_task_flags`
+  (run_classifier)."""
   training_flags.define_model_flags()
   _define_vocabulary_flags()
   _define_job_flags(max_seq_length, do_train, learning_rate, save_checkpoints_steps, do_eval)
@@ -41,6 +42,7 @@ def define_flags(max_seq_length, learning_rate, save_checkpoints_steps, do_train
   _define_export_flags()
   if custom_task_flags:
     _define_custom_task_flags()
+    _define_early_exit_flags()
   training_flags.define_runtime_flags()
 
 
@@ -151,6 +153,23 @@ def _define_custom_task_flags():
               "a class.")
 
 
+def _define_early_exit_flags():
+  """Extras of run_classifier.py: patience-based early exit (PABEE; docs/early_exit.md)."""
+  define_once(flags.DEFINE_enum, "early_exit", "none", ["none", "patience"],
+              "Extra: patience trains one internal classifier per layer (the loss weighs layer l "
+              "by l) beside the ordinary one, and with --early_exit_patience stops each example "
+              "early in --do_eval, --do_predict and the --export_dir SavedModel (outputs gain "
+              "exit_layer). Give it to every run on that --output_dir.")
+  define_once(flags.DEFINE_integer, "early_exit_patience", None,
+              "Extra, with --early_exit=patience: an example stops at the first layer whose "
+              "answer equals that of each of the N layers before it (N >= number of layers - 1: "
+              "the full model's answers). Unset: every layer runs. Choose it on the dev set "
+              "(--do_eval, one run per value).", lower_bound=1)
+  define_once(flags.DEFINE_float, "early_exit_threshold", 0.1,
+              "Extra, early exit of a regression: a score that moves less than this from one "
+              "layer to the next counts as unchanged.")
+
+
 # ------------------------------------------------------------------------- flags -> configs
 def model_source(f=FLAGS):
   """The ModelSource (config, vocabulary, initial weights) the model flags name."""
@@ -243,6 +262,9 @@ def classifier_configs(f=FLAGS):
   from albert_tf.tasks.glue import GlueConfig  # lazy: TensorFlow, after the flags are checked
   task_config = GlueConfig(task_name=f.task_name, spec=spec,
                            threshold_to_export=f.threshold_to_export,
+                           early_exit=None if f.early_exit == "none" else f.early_exit,
+                           early_exit_patience=f.early_exit_patience,
+                           early_exit_threshold=f.early_exit_threshold,
                            **sentence_task_values(model_source(f), f))
   return task_config, run_config, training_flags.runtime_config(f)
 

@@ -52,7 +52,11 @@ def _query_savedmodel(argv):
     if gold is not None:
       gold_text = "  (gold {}: {})".format(gold, "right" if gold == predicted[i] else "WRONG")
     second = f"B: {b[:90]}\n" if b else ""
-    print(f"A: {a[:90]}\n{second}-> label {predicted[i]} with p={probability:.2f}{gold_text}\n")
+    # An early-exit export says at which layer each answer was given.
+    exit_text = (f" at layer {int(outputs['exit_layer'][i])}" if "exit_layer" in outputs
+                 else "")
+    print(f"A: {a[:90]}\n{second}-> label {predicted[i]} with p={probability:.2f}{exit_text}"
+          f"{gold_text}\n")
   score = savedmodel_query.score(predicted, [r[0] for r in rows])
   if score:
     print(f"{score.right} of {score.total} right; majority-class baseline (always label "

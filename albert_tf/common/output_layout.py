@@ -16,6 +16,7 @@ writers of the small record files beside them.
   <output_dir>/best_trial.txt                    `<last step>:<best step>:<best value>`
   <output_dir>/label_list.json                   a custom task's classes (LABEL_LIST)
   <output_dir>/test_results.tsv, predictions.tsv, predict_results.txt   predictions
+  <output_dir>/exit_layers.tsv                   early exit, GLUE: each answer's layer (EXIT_LAYERS)
   <export_dir>/<version>/saved_model.pb          exports (albert_tf/export/, a directory of
                                                  their own: --export_dir)
 
@@ -43,6 +44,7 @@ SPM_MODEL = "30k-clean.model"  # the official tarballs' name for the SentencePie
 TEST_RESULTS = "test_results.tsv"
 PREDICTIONS = "predictions.tsv"
 PREDICT_RESULTS = "predict_results.txt"
+EXIT_LAYERS = "exit_layers.tsv"  # early exit on a GLUE task: each test example's exit layer
 
 
 def path(output_dir, name):

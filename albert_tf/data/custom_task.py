@@ -150,9 +150,11 @@ class CustomTaskSpec:
       return glue_metrics.regression_metrics(labels, predictions)
     return glue_metrics.classification_metrics(labels, predictions, self.num_labels)
 
-  def write_predictions(self, output_dir, examples, probabilities, predictions):
+  def write_predictions(self, output_dir, examples, probabilities, predictions,
+                        exit_layers=None):
     """predictions.tsv: `id  prediction  probability` (the label name and its probability), or
-    `id  prediction` (the score) for regression; one line per test example."""
+    `id  prediction` (the score) for regression; one line per test example. With early exit's
+    exit_layers [N], a last column `exit_layer` (the 1-based layer of each answer)."""
     path = os.path.join(output_dir, PREDICTIONS_FILE)
     if len(examples) != len(predictions):
       raise AlbertError(f"{path}: {len(predictions)} predictions for {len(examples)} examples")
@@ -163,6 +165,9 @@ class CustomTaskSpec:
       lines = ["id\tprediction\tprobability"] + [
           f"{example.guid}\t{self.labels[int(index)]}\t{float(row[int(index)]):.6f}"
           for example, row, index in zip(examples, probabilities, predictions)]
+    if exit_layers is not None:
+      lines = [f"{lines[0]}\texit_layer"] + [f"{line}\t{int(layer)}"
+                                              for line, layer in zip(lines[1:], exit_layers)]
     fileio.write_text(path, "\n".join(lines) + "\n")
     return {"predictions_file": path}
 

@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Callable, ClassVar, Optional, Sequence, Union
 
-from albert_tf.common import fileio, task_labels
+from albert_tf.common import fileio, output_layout, task_labels
 from albert_tf.data.table_files import read_text
 from albert_tf.errors import AlbertError
 from albert_tf.metrics import glue_metrics
@@ -104,12 +104,20 @@ class GlueTaskSpec:
   def metrics(self, labels, predictions):
     return glue_metrics.task_metrics(self.name, labels, predictions)
 
-  def write_predictions(self, output_dir, examples, probabilities, predictions):
-    """The GLUE submission file, also as the official `submit_results.tsv`."""
+  def write_predictions(self, output_dir, examples, probabilities, predictions,
+                        exit_layers=None):
+    """The GLUE submission file, also as the official `submit_results.tsv`; with early exit's
+    exit_layers [N] also exit_layers.tsv (`index<TAB>exit_layer`): the submission file keeps
+    the leaderboard's layout."""
     del probabilities  # (test_results.tsv, written by the task)
     for name in ("submit_results.tsv", self.submission_file):
       write_submission(os.path.join(output_dir, name), self, examples, predictions)
-    return {}
+    if exit_layers is None:
+      return {}
+    path = output_layout.path(output_dir, output_layout.EXIT_LAYERS)
+    fileio.write_text(path, "index\texit_layer\n" + "".join(
+        f"{example.guid}\t{int(layer)}\n" for example, layer in zip(examples, exit_layers)))
+    return {"exit_layers_file": path}
 
   def record_labels(self):
     """GLUE's label lists are fixed: nothing to record."""

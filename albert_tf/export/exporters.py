@@ -55,10 +55,13 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
                                              text_pair=text_pair, threshold=threshold),
       _token_ids_probe(model.config, [1, max_seq_length]),
       f"token_ids, batch 1 x {max_seq_length} tokens")
+  # Early exit changes the outputs (exit_layer) and, with the patience, the answers.
+  early_exit = ({"early_exit": model.early_exit, "early_exit_patience": model.patience}
+                if getattr(model, "early_exit", None) else {})
   identity = serving.model_identity(
       "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
       labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case),
-      precision=precision)
+      precision=precision, **early_exit)
   return serving.write_serving_savedmodel(module, export_dir, identity,
                                           _assets(model, spm_model_file),
                                           measured)

@@ -24,7 +24,9 @@ label string [batch] (the task's label names). Regression (STS-B): score float32
 predictions float32 [batch] (the score, as the official), probabilities float32 [batch, 1].
 Multiple choice: probabilities float32 [batch, 4], predictions / label_id int32, label string
 ("A".."D"). With the official --threshold_to_export, every signature also returns `threshold`
-(float32 scalar), as the official export attached it to its outputs.
+(float32 scalar), as the official export attached it to its outputs. A classifier with early
+exit and a patience (docs/early_exit.md) stops each example early inside every signature and
+also returns exit_layer int32 [batch] (1-based).
 """
 
 import os
@@ -143,6 +145,8 @@ class _ServingBase(tf.Module):
       label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
       result = {"probabilities": probabilities, "predictions": label_id, "label_id": label_id,
                 "label": tf.gather(self._label_names, label_id)}
+    if "exit_layer" in outputs:  # early exit: the 1-based layer each answer came from
+      result["exit_layer"] = outputs["exit_layer"]
     if self._threshold is not None:
       result["threshold"] = tf.constant(self._threshold, tf.float32)
     return result

@@ -264,7 +264,13 @@ class AlbertEncoder(tf_keras.Model):
     carries.update(zip(keys, new_carries))
     return hidden if mode == "layer" else ffn(hidden)
 
-  def call(self, inputs, training=None, pooled_only=False):
+  def embed(self, inputs, training=None):
+    """The encoder's input side: embeddings, projection and the attention mask.
+
+    inputs: dict of int [batch, seq_len] input_ids and optionally input_mask, segment_ids.
+    Returns (embedding_output [batch, seq_len, embedding_size], hidden [batch, seq_len, hidden]
+    (the first layer's input), mask_adder [batch, 1, 1, seq_len]).
+    """
     input_ids = inputs["input_ids"]
     input_mask = inputs.get("input_mask")
     segment_ids = inputs.get("segment_ids")
@@ -276,7 +282,27 @@ class AlbertEncoder(tf_keras.Model):
     hidden = embedding_output
     if self.embedding_projection is not None:
       hidden = self.embedding_projection(hidden)
-    mask_adder = attention_mask_adder(input_mask, hidden.dtype)
+    return embedding_output, hidden, attention_mask_adder(input_mask, hidden.dtype)
+
+  def layer_blocks(self, layer):
+    """The (attention_index, ffn_index) of each of layer `layer`'s K inner layers (0-based
+    layer of num_hidden_layers), a tuple: layers with equal tuples compute the same function."""
+    k = self.config.inner_group_num
+    return tuple(self.sharing_plan.schedule[layer * k:(layer + 1) * k])
+
+  def run_layer(self, hidden, mask_adder, blocks, first_token_only=False):
+    """One layer for inference (no dropout): its inner layers `blocks` (from layer_blocks) in
+    turn, exactly as call() runs them. hidden: [batch, seq_len, hidden]; mask_adder from embed.
+    Returns [batch, seq_len, hidden] ([batch, 1, hidden] with first_token_only: the last inner
+    layer for the first token alone, as call(pooled_only=True))."""
+    for j, (attention_index, ffn_index) in enumerate(blocks):
+      hidden = self._transformer_layer(
+          hidden, mask_adder, attention_index, ffn_index, None, False,
+          first_token_only=first_token_only and j == len(blocks) - 1, carries={})
+    return hidden
+
+  def call(self, inputs, training=None, pooled_only=False):
+    embedding_output, hidden, mask_adder = self.embed(inputs, training=training)
     encoder_outputs = []
     schedule = self.sharing_plan.schedule
     seeds = None

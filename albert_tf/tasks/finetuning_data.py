@@ -149,6 +149,8 @@ class SentenceTaskData:
     state = state or collections.defaultdict(list)
     state["probabilities"].append(np.asarray(outputs["probabilities"]))
     state["predictions"].append(self.predictions_from_outputs(outputs))
+    if "exit_layer" in outputs:  # early exit (classifiers): each answer's layer
+      state["exit_layer"].append(np.asarray(outputs["exit_layer"]))
     if features is not None and "example_index" in features:
       state["example_index"].append(np.asarray(features["example_index"]))
     if labels is not None:

@@ -21,11 +21,12 @@ from albert_tf.common import output_layout
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier
+from albert_tf.heads.early_exit import layer_loss_weights
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks.base import Task
 from albert_tf.tasks.finetuning_data import (MODE_TO_SPLIT, SentenceTaskConfig, SentenceTaskData,
-                                             write_probabilities)
+                                             in_example_order, write_probabilities)
 
 
 @dataclasses.dataclass
@@ -36,11 +37,22 @@ class GlueConfig(SentenceTaskConfig):
   threshold_to_export: float = float("nan")  # official flag; NaN: no `threshold` output
   # The task's spec: None for the GLUE task `task_name`, else e.g. a custom_task.CustomTaskSpec.
   spec: Optional[object] = None
+  # Early exit (PABEE, heads/early_exit.py): None, or "patience" to train internal classifiers
+  # with the layer-weighted loss and, with early_exit_patience, stop early when evaluating,
+  # predicting and in the export; early_exit_threshold: a regression score's "unchanged".
+  early_exit: Optional[str] = None
+  early_exit_patience: Optional[int] = None
+  early_exit_threshold: float = 0.1
 
   def __post_init__(self):
     if self.spec is None:
       self.spec = glue.get_task(self.task_name)  # an unknown task is the first thing to report
     super().__post_init__()
+    if self.early_exit_patience is not None and not self.early_exit:
+      raise AlbertError("--early_exit_patience needs --early_exit=patience")
+    if self.early_exit_patience is not None and self.early_exit_patience < 1:
+      raise AlbertError(f"--early_exit_patience={self.early_exit_patience} is invalid: "
+                        "expected >= 1")
 
 
 class ClassificationTask(SentenceTaskData, Task):
@@ -96,18 +108,33 @@ class ClassificationTask(SentenceTaskData, Task):
 
   # ------------------------------------------------------------------ model
   def build_model(self):
-    return AlbertClassifier(self.params.albert_config, num_classes=self.spec.num_labels,
-                            is_regression=self.is_regression,
-                            dropout_rate=self.params.dropout_rate)
+    params = self.params
+    return AlbertClassifier(params.albert_config, num_classes=self.spec.num_labels,
+                            is_regression=self.is_regression, dropout_rate=params.dropout_rate,
+                            early_exit=params.early_exit, patience=params.early_exit_patience,
+                            regression_threshold=params.early_exit_threshold)
 
   # ------------------------------------------------------------------ loss and metrics
   def per_example_loss(self, labels, outputs):
-    """float32 [batch]: softmax cross-entropy, or squared error for regression (official)."""
-    logits = outputs["logits"]
+    """float32 [batch]: softmax cross-entropy, or squared error for regression (official).
+
+    With early exit's layer_logits [batch, L, classes] (training): PABEE's weighted average of
+    every layer's loss, layer l weighing l / (1 + ... + L)."""
+    layer_logits = outputs.get("layer_logits")
+    if layer_logits is None:
+      return self._loss(labels["label_ids"], outputs["logits"])
+    num_layers = layer_logits.shape[1]
+    repeated = tf.repeat(labels["label_ids"], num_layers)  # [batch * L], example-major
+    losses = tf.reshape(self._loss(repeated, tf.reshape(layer_logits, [-1, layer_logits.shape[2]])),
+                        [-1, num_layers])
+    return tf.reduce_sum(losses * layer_loss_weights(num_layers), axis=1)
+
+  def _loss(self, label_ids, logits):
+    """[n] losses of [n] labels under [n, classes] logits."""
     if self.is_regression:
-      return tf.square(logits[:, 0] - tf.cast(labels["label_ids"], tf.float32))
+      return tf.square(logits[:, 0] - tf.cast(label_ids, tf.float32))
     return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(labels["label_ids"], tf.int32), logits=logits)
+        labels=tf.cast(label_ids, tf.int32), logits=logits)
 
   def build_losses(self, labels, outputs, global_batch_size):
     weights = labels.get("is_real_example")
@@ -146,6 +173,8 @@ class ClassificationTask(SentenceTaskData, Task):
     result = self.spec.metrics(rows["labels"], rows["predictions"])
     losses = rows["losses"]
     result["eval_loss"] = float(losses.mean()) if losses.size else 0.0
+    if "exit_layer" in rows:  # early exit: the mean 1-based layer the answers came from
+      result["eval_mean_exit_layer"] = float(rows["exit_layer"].mean()) if losses.size else 0.0
     result["num_examples"] = int(losses.size)
     return result
 
@@ -155,12 +184,29 @@ class ClassificationTask(SentenceTaskData, Task):
     logits = np.asarray(outputs["logits"])
     return logits[:, 0] if self.is_regression else np.argmax(logits, axis=-1)
 
+  def reduce_outputs(self, state, mode):
+    """As SentenceTaskData's; prediction rows also carry each example's exit layer (early
+    exit; else None)."""
+    metrics, outputs = super().reduce_outputs(state, mode)
+    if mode == "predict":
+      ordered = in_example_order(state) or {}
+      exit_layers = (np.concatenate(ordered["exit_layer"]) if "exit_layer" in ordered else None)
+      outputs = outputs + (exit_layers,)
+    return metrics, outputs
+
   def write_predictions(self, output_dir, outputs):
     """test_results.tsv (probabilities) as the official, and the spec's prediction file (the
-    GLUE submission file; predictions.tsv for the user's own data)."""
-    examples, probabilities, predictions = outputs
+    GLUE submission file; predictions.tsv for the user's own data). Early exit: the exit layer
+    of each example too (exit_layers.tsv beside a GLUE submission file, which keeps the official
+    layout; a column of predictions.tsv for the user's own data)."""
+    examples, probabilities, predictions, exit_layers = outputs
     write_probabilities(output_layout.path(output_dir, output_layout.TEST_RESULTS), probabilities)
-    summary = self.spec.write_predictions(output_dir, examples, probabilities, predictions)
+    extra = {} if exit_layers is None else {"exit_layers": exit_layers}
+    summary = self.spec.write_predictions(output_dir, examples, probabilities, predictions,
+                                          **extra)
+    if exit_layers is not None:
+      summary = dict(summary, mean_exit_layer=float(np.mean(exit_layers)) if len(exit_layers)
+                     else 0.0)
     return {"predictions": len(examples), **summary}
 
   # ------------------------------------------------------------------ export

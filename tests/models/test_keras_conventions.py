@@ -30,6 +30,10 @@ MODELS = {
                    ("mlm_logits", "sop_logits")),
     "classifier": (lambda: AlbertClassifier(tiny_albert_config(), num_classes=3),
                    lambda: random_features(2, SEQ), ("logits", "probabilities")),
+    "classifier_early_exit": (
+        lambda: AlbertClassifier(tiny_albert_config(num_hidden_layers=3), num_classes=3,
+                                 early_exit="patience", patience=1),
+        lambda: random_features(2, SEQ), ("logits", "probabilities")),
     "multiple_choice": (lambda: AlbertMultipleChoice(tiny_albert_config(), num_choices=4),
                         lambda: random_features(2, SEQ, extra_dims=(4,)), ("logits",)),
     "squad_v1": (lambda: AlbertSquadModel(tiny_albert_config()), _squad_inputs,

@@ -1,0 +1,249 @@
+"""Early exit (PABEE, docs/early_exit.md): serving latency against our own full-depth export, and
+the dev-set accuracy of a patience sweep.
+
+  .venv/bin/python bench/early_exit.py --part=latency [--batch_sizes=1,32] [--rounds=30]
+  .venv/bin/python bench/early_exit.py --part=accuracy --run_dir=DIR   (a fine-tuned early-exit
+      run: its model.ckpt-best and dev set; see docs/early_exit.md for how it was made)
+
+latency: ALBERT-base shape (V 30000, E 128, H 768, L 12, one shared group), random weights,
+sequence length 128 (every position real). Every model is exported with export_classifier (the
+--export_dir path), loaded back with tf.saved_model.load and called through its token_ids
+signature, interleaved round by round (bench/common.py):
+  full depth        the plain classifier's export (no internal classifiers): the baseline
+  patience p        the same weights with early exit, random internal classifiers: the exit
+                    layers are what those heads give (reported as the mean exit layer seen)
+  exit at layer k   internal classifiers that answer one class whatever the input (zero
+                    weights, a bias), patience k - 1: every example leaves at layer k, so the
+                    row is the latency as a function of the exit layer
+  mixed batch       batch > 1 only: the batch's first half is one input (A), the rest another
+                    (B); heads made so that at patience 1 A leaves at layer 2 and B runs all 12
+                    layers (per-example exit: B's rows run on without A's)
+The answers of `patience 11` (no example can leave early) are checked bit for bit against
+the full-depth export's.
+
+accuracy: the run's best checkpoint evaluated on its dev set once at full depth with every
+layer's logits (`layer_logits`); the patience rule (heads/early_exit.py
+patience_exit_reference, which tests/models/test_early_exit.py checks against the loop) gives
+each patience's answers and exit layers from them, beside the full model's accuracy.
+"""
+
+import datetime
+import json
+import os
+import sys
+import tempfile
+
+from absl import app
+from absl import flags
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import common  # noqa: E402  pylint: disable=g-import-not-at-top
+
+flags.DEFINE_enum("part", "latency", ["latency", "accuracy"], "What to measure.")
+flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes (latency).")
+flags.DEFINE_integer("seq_length", 128, "Sequence length (latency).")
+flags.DEFINE_integer("rounds", 30, "Timed rounds at batch 1 (a sixth, at least 4, at larger "
+                     "batches).")
+flags.DEFINE_string("patiences", "1,2,3,4,5,6", "Patience values (random internal heads).")
+flags.DEFINE_string("exit_layers", "2,4,6,8,10,12", "Forced exit layers.")
+flags.DEFINE_string("run_dir", None, "accuracy: the fine-tuned early-exit run's --output_dir.")
+flags.DEFINE_string("data_dir", None, "accuracy: its --data_dir (GLUE layout, MRPC).")
+flags.DEFINE_string("spm_model_file", None, "accuracy: its SentencePiece model.")
+flags.DEFINE_integer("max_seq_length", 64, "accuracy: its --max_seq_length.")
+flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp dir).")
+flags.DEFINE_string("output_json", None, "Where the results go (default: "
+                    "bench/results/early_exit_<part>.json).")
+
+FLAGS = flags.FLAGS
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def _machine():
+  from albert_tf.export.precision import machine_summary  # pylint: disable=g-import-not-at-top
+  return {"cpu": common.cpu_model(), "machine": machine_summary(), "cpus": os.cpu_count(),
+          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+          "uptime_before": common.uptime()}
+
+
+def _set_heads(model, constant):
+  """Internal heads answering class 0 whatever the input (constant), else random ones."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  for head in model.early_exit_classifiers.heads:
+    shape = head.output_weights.shape
+    head.output_weights.assign(np.zeros(shape, np.float32) if constant else
+                               rng.normal(0, 0.02, shape).astype(np.float32))
+    head.output_bias.assign(np.array([1.0, 0.0], np.float32) if constant else
+                            np.zeros([2], np.float32))
+
+
+def _mixed_inputs(batch, seq):
+  """Token inputs [batch, seq]: the first half of the rows one random sequence (A), the rest
+  another (B), every position real."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(7)
+  a, b = rng.integers(5, 30000, [2, seq])
+  ids = np.stack([a if i < max(1, batch // 2) else b for i in range(batch)])
+  return dict(input_ids=ids.astype(np.int32), input_mask=np.ones([batch, seq], np.int32),
+              segment_ids=(np.arange(seq)[None] >= seq // 2).astype(np.int32).repeat(batch, 0))
+
+
+def _set_mixed_heads(model, seq):
+  """Internal heads under which, at patience 1, input A leaves at layer 2 and input B runs every
+  layer: even layers answer class 0 for anything (bias); odd layers answer 0 for A and 1 for B
+  (the direction between their pooled outputs at that layer), so B never answers the same twice
+  in a row."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  encoder = model.encoder
+  inputs = _mixed_inputs(2, seq)
+  hidden = encoder(inputs, training=False)["encoder_outputs"]
+  for layer, head in enumerate(model.early_exit_classifiers.heads, start=1):
+    pooled = encoder.pooler(hidden[layer - 1][:, 0, :]).numpy().astype(np.float64)
+    weights = np.zeros(head.output_weights.shape, np.float32)
+    bias = np.array([1.0, 0.0], np.float32)
+    if layer % 2:
+      direction = pooled[0] - pooled[1]
+      direction /= np.linalg.norm(direction) ** 2 / 10  # margin: +-5 at A and B
+      weights[0] = direction
+      bias = np.array([-direction @ (pooled[0] + pooled[1]) / 2, 0.0], np.float32)
+    head.output_weights.assign(weights)
+    head.output_bias.assign(bias)
+
+
+def _latency(work_dir):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import official_names  # pylint: disable=g-import-not-at-top
+  from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  config = AlbertConfig.from_dict(common.ALBERT_BASE)
+  seq = FLAGS.seq_length
+  layers = config.num_hidden_layers
+  plain = AlbertClassifier(config, 2)
+  model = AlbertClassifier(config, 2, early_exit="patience")
+  named = official_names.model_variable_map(model)
+  for name, variable in official_names.model_variable_map(plain).items():
+    named[name].assign(variable)
+
+  def export(name, patience=None):
+    target = plain if patience is None else model
+    if patience is not None:
+      model.patience = patience
+    return tf.saved_model.load(export_classifier(target, os.path.join(work_dir, name),
+                                                 ["0", "1"], seq)).signatures["token_ids"]
+
+  fns = {"full depth": export("full")}
+  _set_heads(model, constant=False)
+  patiences = [int(p) for p in FLAGS.patiences.split(",")]
+  for p in patiences:
+    fns[f"patience {p}"] = export(f"patience_{p}", p)
+  fns[f"patience {layers - 1}"] = export("patience_no_exit", layers - 1)
+  _set_heads(model, constant=True)
+  exit_layers = [int(k) for k in FLAGS.exit_layers.split(",")]
+  for k in exit_layers:
+    fns[f"exit at layer {k}"] = export(f"exit_{k}", k - 1)
+  batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
+  if max(batch_sizes) > 1:
+    _set_mixed_heads(model, seq)
+    fns["mixed batch"] = export("mixed", 1)
+  results = {"rows": [], "machine": _machine(), "seq_length": seq, "layers": layers}
+  for batch in batch_sizes:
+    rounds = FLAGS.rounds if batch == 1 else max(4, FLAGS.rounds // 6)
+    inputs = {k: tf.constant(v) for k, v in _mixed_inputs(batch, seq).items()}
+    calls = {name: (lambda f=fn: f(**inputs)) for name, fn in fns.items()
+             if batch > 1 or name != "mixed batch"}
+    outputs = {name: {k: v.numpy() for k, v in call().items()} for name, call in calls.items()}
+    if "mixed batch" in outputs:
+      results.setdefault("mixed_batch_exit_layers", {})[str(batch)] = (
+          outputs["mixed batch"]["exit_layer"].tolist())
+    full = outputs["full depth"]
+    same = outputs[f"patience {layers - 1}"]
+    exact = bool(np.array_equal(full["probabilities"], same["probabilities"]))
+    times = common.time_interleaved(calls, rounds, warmup=2)
+    for name, ms in times.items():
+      row = dict(batch=batch, model=name, rounds=rounds, **common.summarize(ms),
+                 vs_full_depth=common.paired_ratio(ms, times["full depth"]),
+                 speedup=1.0 / common.paired_ratio(ms, times["full depth"]))
+      if "exit_layer" in outputs[name]:
+        row["mean_exit_layer"] = float(outputs[name]["exit_layer"].mean())
+      results["rows"].append(row)
+    results.setdefault("no_exit_bit_exact", {})[str(batch)] = exact
+  results["uptime_after"] = common.uptime()
+  return results
+
+
+def _accuracy():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from albert_tf.heads.early_exit import patience_exit_reference  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.glue import ClassificationTask, GlueConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  run_dir = FLAGS.run_dir
+  config = AlbertConfig.from_json_file(os.path.join(run_dir, "albert_config.json"))
+  task = ClassificationTask(GlueConfig(
+      task_name="MRPC", albert_config=config, data_dir=FLAGS.data_dir,
+      max_seq_length=FLAGS.max_seq_length, cached_dir=run_dir,
+      spm_model_file=FLAGS.spm_model_file, early_exit="patience"))
+  model = task.build_model()
+  restore_model_weights(model, os.path.join(run_dir, "model.ckpt-best"))
+  logits, labels = [], []
+  for features, batch_labels in task.build_inputs("eval", 64):
+    outputs = model(features, training=False)
+    real = batch_labels["is_real_example"].numpy() > 0
+    logits.append(outputs["layer_logits"].numpy()[real])
+    labels.append(batch_labels["label_ids"].numpy()[real])
+  layer_logits, labels = np.concatenate(logits), np.concatenate(labels)
+  layers = layer_logits.shape[1]
+  full = float((layer_logits[:, -1].argmax(-1) == labels).mean())
+  rows = [{"patience": "full depth", "accuracy": full, "mean_exit_layer": float(layers)}]
+  for patience in range(1, 7):
+    exit_layer, chosen = patience_exit_reference(layer_logits, patience)
+    rows.append({"patience": patience,
+                 "accuracy": float((chosen.argmax(-1) == labels).mean()),
+                 "mean_exit_layer": float(exit_layer.mean()),
+                 "points_vs_full": 100 * (float((chosen.argmax(-1) == labels).mean()) - full)})
+  per_layer = [float((layer_logits[:, l].argmax(-1) == labels).mean()) for l in range(layers)]
+  # What the run's own --do_eval measured through the loop (at its --early_exit_patience).
+  loop = {}
+  results_file = os.path.join(run_dir, "eval_results.txt")
+  if os.path.exists(results_file):
+    with open(results_file, encoding="utf-8") as f:
+      for line in f:
+        key, _, value = line.strip().partition(" = ")
+        if key in ("eval_accuracy", "eval_mean_exit_layer"):
+          loop[key] = float(value)
+  return {"rows": rows, "per_layer_accuracy": per_layer, "dev_examples": int(len(labels)),
+          "run_dir": run_dir, "run_eval_through_the_loop": loop, "machine": _machine()}
+
+
+def main(_):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  del tf
+  if FLAGS.part == "latency":
+    results = _latency(FLAGS.work_dir or tempfile.mkdtemp(prefix="early_exit_"))
+    print(f"CPU: {results['machine']['machine']}; {results['machine']['uptime_before']}")
+    print(f"{'batch':>5} {'model':<20} {'median ms':>10} {'p10-p90 ms':>16} {'speedup':>8} "
+          f"{'exit layer':>10}")
+    for r in results["rows"]:
+      print(f"{r['batch']:>5} {r['model']:<20} {r['median']:>10.1f} "
+            f"{r['p10']:>7.1f}-{r['p90']:<8.1f} {r['speedup']:>8.2f} "
+            f"{r.get('mean_exit_layer', results['layers']):>10.2f}")
+    print(f"patience {results['layers'] - 1} == full depth, bit for bit: "
+          f"{results['no_exit_bit_exact']}")
+  else:
+    results = _accuracy()
+    for r in results["rows"]:
+      print(f"{str(r['patience']):<12} accuracy {r['accuracy']:.4f}  mean exit layer "
+            f"{r['mean_exit_layer']:.2f}")
+    print("per-layer accuracy:", " ".join(f"{a:.3f}" for a in results["per_layer_accuracy"]))
+  path = FLAGS.output_json or os.path.join(RESULTS_DIR, f"early_exit_{FLAGS.part}.json")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(results, f, indent=2)
+  print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+  app.run(main)

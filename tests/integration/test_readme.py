@@ -290,6 +290,21 @@ RULES = [
     Rule("hub_keras_snippet", r'hub\.KerasLayer\("hub/albert_base/encoder", trainable=True\)',
          after=["export_hub_pair"], produces=["hub/classifier/saved_model.pb"],
          stdout=r"TensorShape\(\[1, 32\]\)"),
+    # docs/early_exit.md: train with internal classifiers, sweep patience on dev, export + query.
+    Rule("early_exit_train", r"^python run_classifier\.py --task_name=MRPC .*"
+         r"--output_dir=out/mrpc_early_exit .*--do_train .*--early_exit=patience",
+         produces=["out/mrpc_early_exit/model.ckpt-best.index"],
+         contents={"out/mrpc_early_exit/eval_results.txt": [r"^eval_mean_exit_layer = "]}),
+    Rule("early_exit_sweep", r"^for p in 1 2 3 4 5 6; do .*--early_exit_patience=\$p",
+         after=["early_exit_train"],
+         stdout=r"(?s)(eval_accuracy = [\d.]+\neval_mean_exit_layer = [\d.]+\n.*){6}"),
+    Rule("early_exit_export", r"^python run_classifier\.py --task_name=MRPC .*"
+         r"--export_dir=out/mrpc_early_exit_export .*--early_exit=patience",
+         after=["early_exit_train"], produces=[p.format("out/mrpc_early_exit_export")
+                                               for p in EXPORT]),
+    Rule("early_exit_query", r"^python -m albert_tf\.cli\.query_savedmodel "
+         r"--export_dir=out/mrpc_early_exit_export ", after=["early_exit_export"],
+         stdout=r"at layer [12]\b"),
     Rule("keras_hub_snippet", r"keras_hub\.models\.AlbertBackbone\.from_preset",
          marked="needs keras-hub in a Keras 3 environment outside the requirements "
          "(tests/checkpoints/test_keras_hub.py checks its committed outputs)"),

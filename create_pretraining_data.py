@@ -6,7 +6,8 @@ Same flags, defaults and output format as the official ALBERT create_pretraining
       --spm_model_file=30k-clean.model --max_seq_length=512 --dupe_factor=40
 
 Input: one sentence per line, a blank line between documents. Additions: --num_workers,
---chunk_mb, --invalid_utf8. The output depends only on the inputs, the flags and --random_seed.
+--chunk_mb, --invalid_utf8, --output_shards, and --runner (Apache Beam, with Beam's pipeline
+options after it: docs/data_at_scale.md). The output depends only on the inputs, the flags and --random_seed.
 """
 
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
@@ -63,12 +64,37 @@ flags.DEFINE_float("chunk_mb", 1.0, "Documents are paired and shuffled in chunks
 flags.DEFINE_enum("invalid_utf8", "stop", ["stop", "skip"], "A line that is not UTF-8: stop "
                   "with an error naming file and line, or skip it and count it.")
 flags.DEFINE_bool("progress", True, "Print a progress line every few seconds.")
+flags.DEFINE_integer("output_shards", 0, "When > 0: --output_file is a prefix and the output is "
+                     "that many files <prefix>-00000-of-0000n ... (read them with <prefix>-*).")
+flags.DEFINE_string("runner", None, "Run on Apache Beam with this runner (DirectRunner, "
+                    "DataflowRunner, FlinkRunner, SparkRunner; needs pip install '.[beam]'), "
+                    "the same bytes as without; Beam's pipeline options follow as further "
+                    "flags (e.g. --direct_num_workers=2). See docs/data_at_scale.md.")
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise AlbertError(f"unexpected arguments: {' '.join(argv[1:])}")
+  extra = argv[1:]
   options = pretraining_flags.instance_options()
+  if FLAGS.runner:
+    from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
+    report = beam_pipeline.create_pretraining_data(
+        input_file=FLAGS.input_file,
+        output_file=FLAGS.output_file,
+        beam_args=[f"--runner={FLAGS.runner}"] + extra,
+        spm_model_file=FLAGS.spm_model_file,
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        options=options,
+        random_seed=FLAGS.random_seed,
+        chunk_mb=FLAGS.chunk_mb,
+        invalid_utf8=FLAGS.invalid_utf8,
+        output_shards=FLAGS.output_shards)
+    for line in pretraining_data_creation.format_report(report):
+      print(line, file=sys.stderr)
+    return
+  if extra:
+    raise AlbertError(f"unexpected arguments: {' '.join(extra)} (Apache Beam pipeline options "
+                      f"need --runner)")
   report = pretraining_data_creation.create_pretraining_data(
       input_file=FLAGS.input_file,
       output_file=FLAGS.output_file,
@@ -80,7 +106,8 @@ def main(argv):
       num_workers=FLAGS.num_workers,
       chunk_mb=FLAGS.chunk_mb,
       invalid_utf8=FLAGS.invalid_utf8,
-      show_progress=FLAGS.progress)
+      show_progress=FLAGS.progress,
+      output_shards=FLAGS.output_shards)
   for line in pretraining_data_creation.format_report(report):
     print(line, file=sys.stderr)
 
@@ -91,4 +118,4 @@ if __name__ == "__main__":
   with StopSignals("no output file was written (each appears only when complete) and the "
                    "workers and temporary files are gone; run the same command again to start "
                    "over"):
-    command.run(main)
+    command.run(main, pass_unknown_flags=True)

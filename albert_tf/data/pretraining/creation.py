@@ -684,13 +684,15 @@ def create_pretraining_data(input_file,
                             chunk_mb=1.0,
                             invalid_utf8="stop",
                             progress_stream=sys.stderr,
-                            show_progress=True):
+                            show_progress=True,
+                            output_shards=0):
   """Writes pretraining TFRecords from raw text; returns the statistics report (a dict).
 
   Args:
     input_file: comma-separated files or globs, by `common.file_patterns`' rule (one sentence
       per line, blank line between documents).
-    output_file: comma-separated output files; records are written round-robin.
+    output_file: comma-separated output files; records are written round-robin (with
+      output_shards > 0: the prefix of that many shards, see `output_paths`).
     spm_model_file / vocab_file: the tokenizer (SentencePiece model, else WordPiece vocabulary).
     do_lower_case: lower-case the text before tokenizing.
     options: InstanceOptions (the official flags shaping instances).
@@ -704,11 +706,9 @@ def create_pretraining_data(input_file,
   Raises:
     AlbertError: bad flags or input; no output file is left behind.
   """
-  _validate(options, num_workers, chunk_mb, invalid_utf8)
+  validate(options, num_workers, chunk_mb, invalid_utf8)
   files = file_patterns.expand(input_file)
-  output_files = [p.strip() for p in output_file.split(",") if p.strip()]
-  if not output_files:
-    raise AlbertError("--output_file is empty; expected comma-separated output paths")
+  output_files = output_paths(output_file, output_shards)
   spec = TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)
   encoder = DocumentEncoder(spec, invalid_utf8)  # validates the vocabulary before any work
   del encoder
@@ -736,11 +736,8 @@ def create_pretraining_data(input_file,
     writer = _ShardedWriter(output_files)
     _consume(messages, writer, progress, stats, counters)
     if stats.instances == 0:
-      raise AlbertError(
-          f"no instances created from --input_file={input_file}: {stats.documents} usable "
-          f"documents, {stats.short_documents} with fewer than 2 sentences, "
-          f"{counters['empty_documents']} empty; documents need at least two sentences "
-          f"(one per line, blank line between documents)")
+      raise AlbertError(no_instances_message(input_file, stats.documents,
+                                             stats.short_documents, counters["empty_documents"]))
     writer.commit()
   except BaseException:  # an error, or a signal's StopRequested: no output, no temporary file
     if writer is not None:
@@ -798,7 +795,33 @@ def _consume(messages, writer, progress, stats, counters):
     progress.update()
 
 
-def _validate(options, num_workers, chunk_mb, invalid_utf8):
+def output_paths(output_file, output_shards=0):
+  """The output files: --output_file's comma-separated list, or with output_shards = n > 0 the
+  n shards `<output_file>-00000-of-0000n` ... (so `<output_file>-*` reads them all)."""
+  if output_shards < 0:
+    raise AlbertError(f"--output_shards={output_shards}: expected >= 0")
+  if output_shards:
+    prefix = output_file.strip()
+    if not prefix or "," in prefix:
+      raise AlbertError(f"--output_file={output_file}: with --output_shards, expected one "
+                        f"path prefix")
+    return [f"{prefix}-{k:05d}-of-{output_shards:05d}" for k in range(output_shards)]
+  paths = [p.strip() for p in output_file.split(",") if p.strip()]
+  if not paths:
+    raise AlbertError("--output_file is empty; expected comma-separated output paths")
+  return paths
+
+
+def no_instances_message(input_file, documents, short_documents, empty_documents):
+  """The error when the input gives no instance at all."""
+  return (f"no instances created from --input_file={input_file}: {documents} usable "
+          f"documents, {short_documents} with fewer than 2 sentences, "
+          f"{empty_documents} empty; documents need at least two sentences "
+          f"(one per line, blank line between documents)")
+
+
+def validate(options, num_workers, chunk_mb, invalid_utf8):
+  """One-line errors for flag values out of range."""
   o = options
   if o.max_seq_length < 5:
     raise AlbertError(f"--max_seq_length={o.max_seq_length}: expected at least 5")

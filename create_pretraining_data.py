@@ -74,40 +74,21 @@ flags.DEFINE_string("runner", None, "Run on Apache Beam with this runner (Direct
 
 def main(argv):
   extra = argv[1:]
-  options = pretraining_flags.instance_options()
+  common = dict(input_file=FLAGS.input_file, output_file=FLAGS.output_file,
+                spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+                do_lower_case=FLAGS.do_lower_case, options=pretraining_flags.instance_options(),
+                random_seed=FLAGS.random_seed, chunk_mb=FLAGS.chunk_mb,
+                invalid_utf8=FLAGS.invalid_utf8, output_shards=FLAGS.output_shards)
   if FLAGS.runner:
     from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
     report = beam_pipeline.create_pretraining_data(
-        input_file=FLAGS.input_file,
-        output_file=FLAGS.output_file,
-        beam_args=[f"--runner={FLAGS.runner}"] + extra,
-        spm_model_file=FLAGS.spm_model_file,
-        vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case,
-        options=options,
-        random_seed=FLAGS.random_seed,
-        chunk_mb=FLAGS.chunk_mb,
-        invalid_utf8=FLAGS.invalid_utf8,
-        output_shards=FLAGS.output_shards)
-    for line in pretraining_data_creation.format_report(report):
-      print(line, file=sys.stderr)
-    return
-  if extra:
+        beam_args=[f"--runner={FLAGS.runner}"] + extra, **common)
+  elif extra:
     raise AlbertError(f"unexpected arguments: {' '.join(extra)} (Apache Beam pipeline options "
                       f"need --runner)")
-  report = pretraining_data_creation.create_pretraining_data(
-      input_file=FLAGS.input_file,
-      output_file=FLAGS.output_file,
-      spm_model_file=FLAGS.spm_model_file,
-      vocab_file=FLAGS.vocab_file,
-      do_lower_case=FLAGS.do_lower_case,
-      options=options,
-      random_seed=FLAGS.random_seed,
-      num_workers=FLAGS.num_workers,
-      chunk_mb=FLAGS.chunk_mb,
-      invalid_utf8=FLAGS.invalid_utf8,
-      show_progress=FLAGS.progress,
-      output_shards=FLAGS.output_shards)
+  else:
+    report = pretraining_data_creation.create_pretraining_data(
+        num_workers=FLAGS.num_workers, show_progress=FLAGS.progress, **common)
   for line in pretraining_data_creation.format_report(report):
     print(line, file=sys.stderr)
 

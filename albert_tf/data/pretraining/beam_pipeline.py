@@ -318,9 +318,10 @@ def build(pipeline, files, temporary_files, spec, options, random_seed, chunk_by
              | "Scan" >> beam.ParDo(_ScanFile(chunk_bytes, invalid_utf8)).with_outputs(
                  "files", main="chunks"))
   files_view = beam.pvalue.AsList(scanned.files)
+  # (the first bad input in input order, if any, fails the pipeline here)
   num_documents = beam.pvalue.AsSingleton(
-      scanned.files | "Count documents" >> beam.Map(lambda f: f[2])
-      | "Total" >> beam.CombineGlobally(sum))
+      scanned.files | "All files" >> beam.combiners.ToList()
+      | "Count documents" >> beam.Map(lambda files: _file_table(files)[1]))
   chunks = (scanned.chunks
             | "Number" >> beam.ParDo(_Number(), files_view)
             | "Spread chunks" >> beam.Reshuffle())
@@ -361,11 +362,11 @@ def _our_error(error):
 
 
 def _metrics(result):
-  """{counter name: value} of the run (empty where the runner cannot say)."""
+  """{counter name: value} of the run (None where the runner cannot say)."""
   try:
     query = result.metrics().query(MetricsFilter().with_namespace(_NAMESPACE))
   except Exception:  # pylint: disable=broad-except
-    return {}
+    return None
   values = {}
   for counter in query["counters"]:
     value = counter.committed if counter.committed is not None else counter.attempted
@@ -397,7 +398,7 @@ def _report(metrics, input_file_count, seconds, output_counts):
   return report
 
 
-def create_pretraining_data(input_file, output_file, beam_args, spm_model_file=None,
+def create_pretraining_data(input_file, output_file, beam_args=(), spm_model_file=None,
                             vocab_file=None, do_lower_case=True,
                             options=instances_lib.InstanceOptions(), random_seed=12345,
                             chunk_mb=1.0, invalid_utf8="stop", progress_stream=sys.stderr,
@@ -410,7 +411,7 @@ def create_pretraining_data(input_file, output_file, beam_args, spm_model_file=N
     AlbertError: bad flags or input, including what a worker found; no output file is left.
   """
   creation.validate(options, 1, chunk_mb, invalid_utf8)
-  pipeline_options = beam_options(beam_args)
+  pipeline_options = beam_options(list(beam_args))
   files = file_patterns.expand(input_file)
   output_files = creation.output_paths(output_file, output_shards)
   spec = creation.TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)
@@ -441,7 +442,7 @@ def create_pretraining_data(input_file, output_file, beam_args, spm_model_file=N
       raise AlbertError(message) from None
     raise
   metrics = _metrics(result)
-  if metrics and not metrics.get("instances"):
+  if metrics is not None and not metrics.get("instances"):
     _remove(temporary_files)
     raise AlbertError(creation.no_instances_message(
         input_file, metrics.get("documents", 0), metrics.get("short_documents", 0),
@@ -452,7 +453,7 @@ def create_pretraining_data(input_file, output_file, beam_args, spm_model_file=N
     else:
       _remove([final])
       FileSystems.rename([temporary], [final])
-  counts = {}
+  counts, metrics = {}, metrics or {}
   if metrics:
     total = metrics.get("instances", 0)
     counts = {path: total // len(output_files) + (k < total % len(output_files))

@@ -80,12 +80,16 @@ def main(argv):
                 random_seed=FLAGS.random_seed, chunk_mb=FLAGS.chunk_mb,
                 invalid_utf8=FLAGS.invalid_utf8, output_shards=FLAGS.output_shards)
   if FLAGS.runner:
-    from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
+    try:
+      from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
+    except ImportError as e:
+      raise AlbertError(f"--runner={FLAGS.runner} needs Apache Beam ({e}): pip install "
+                        f"'.[beam]' (docs/data_at_scale.md)")
     report = beam_pipeline.create_pretraining_data(
         beam_args=[f"--runner={FLAGS.runner}"] + extra, **common)
   elif extra:
-    raise AlbertError(f"unexpected arguments: {' '.join(extra)} (Apache Beam pipeline options "
-                      f"need --runner)")
+    raise AlbertError(f"unknown flag {extra[0]} (Apache Beam pipeline options need --runner)"
+                      if extra[0].startswith("-") else f"unexpected arguments: {' '.join(extra)}")
   else:
     report = pretraining_data_creation.create_pretraining_data(
         num_workers=FLAGS.num_workers, show_progress=FLAGS.progress, **common)

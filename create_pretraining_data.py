@@ -13,6 +13,7 @@ options after it: docs/data_at_scale.md). The output depends only on the inputs,
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
+import logging
 import os
 import sys
 
@@ -80,11 +81,16 @@ def main(argv):
                 random_seed=FLAGS.random_seed, chunk_mb=FLAGS.chunk_mb,
                 invalid_utf8=FLAGS.invalid_utf8, output_shards=FLAGS.output_shards)
   if FLAGS.runner:
+    # Beam's import warns about cloud clients it does not need here (no gs:// without [gcp]).
+    previous_level = logging.root.level
+    logging.root.setLevel(logging.ERROR)
     try:
       from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
     except ImportError as e:
       raise AlbertError(f"--runner={FLAGS.runner} needs Apache Beam ({e}): pip install "
                         f"'.[beam]' (docs/data_at_scale.md)")
+    finally:
+      logging.root.setLevel(previous_level)
     report = beam_pipeline.create_pretraining_data(
         beam_args=[f"--runner={FLAGS.runner}"] + extra, **common)
   elif extra:

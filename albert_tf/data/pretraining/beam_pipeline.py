@@ -411,7 +411,10 @@ def create_pretraining_data(input_file, output_file, beam_args=(), spm_model_fil
     AlbertError: bad flags or input, including what a worker found; no output file is left.
   """
   creation.validate(options, 1, chunk_mb, invalid_utf8)
-  pipeline_options = beam_options(list(beam_args))
+  beam_args = list(beam_args)
+  if not any(a.startswith("--default_sdk_harness_log_level") for a in beam_args):
+    beam_args.append("--default_sdk_harness_log_level=WARNING")  # workers: no INFO lines
+  pipeline_options = beam_options(beam_args)
   files = file_patterns.expand(input_file)
   output_files = creation.output_paths(output_file, output_shards)
   spec = creation.TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)

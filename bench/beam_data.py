@@ -7,8 +7,9 @@ so both paths share the machine's load:
   --direct_running_mode=multi_processing --direct_num_workers=2,
 each at --dupe_factor 1 and --dupe_factor 4 (the per-pass cost, to extrapolate to 40), and
 checks that every Beam output is byte-identical to the local one. Writes a JSON with MB/s per
-variant (wall time of the whole command, imports included), the CPU model and the load average,
-and a capacity plan from the measured per-worker rate (see `capacity_plan`).
+variant (wall time of the whole command, imports included) and per CPU second (the per-core
+cost, which the machine's load moves far less), the CPU model and the load average, and a
+capacity plan from the measured per-worker rate (see `capacity_plan`).
 
   python bench/beam_data.py --output_json=bench/results/beam_data.json
 """
@@ -17,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -101,22 +103,26 @@ def main(argv):
   corpus, model = _prepare(work)
   corpus_mb = os.path.getsize(corpus) / 1e6
   dupes = [int(d) for d in FLAGS.dupe_factors.split(",")]
-  times, digests = {}, {}
+  times, cpu_times, digests = {}, {}, {}
   load_before = os.getloadavg()
   for _ in range(FLAGS.rounds):
     for dupe in dupes:
       for name, extra in VARIANTS.items():
         prefix = os.path.join(work, "out", f"{abs(hash(name))}_{dupe}", "train")
         started = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         _run([os.path.join(REPO, "create_pretraining_data.py"), f"--input_file={corpus}",
               f"--output_file={prefix}", f"--output_shards={FLAGS.output_shards}",
               f"--spm_model_file={model}", f"--max_seq_length={FLAGS.max_seq_length}",
               f"--dupe_factor={dupe}", "--progress=false"] + extra)
         seconds = time.time() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         key = f"{name}, dupe {dupe}"
         times[key] = min(times.get(key, float("inf")), seconds)
+        cpu_times[key] = min(cpu_times.get(key, float("inf")), cpu)
         digests[key] = _digest(prefix, FLAGS.output_shards)
-        print(f"{key}: {seconds:.1f}s ({corpus_mb / seconds:.2f} MB/s), load "
+        print(f"{key}: {seconds:.1f}s ({corpus_mb / seconds:.2f} MB/s), CPU {cpu:.1f}s, load "
               f"{os.getloadavg()[0]:.1f}", flush=True)
   same = {dupe: len({digests[f"{n}, dupe {dupe}"] for n in VARIANTS}) == 1 for dupe in dupes}
   results = {
@@ -130,11 +136,17 @@ def main(argv):
       "vocab_size": FLAGS.vocab_size,
       "seconds": times,
       "mb_per_second": {k: corpus_mb / v for k, v in times.items()},
+      # CPU seconds of the command and the processes it started and reaped (the local tool's
+      # and the DirectRunner's workers): the total cost, far less sensitive to the machine's
+      # load than wall time.
+      "cpu_seconds": cpu_times,
+      "mb_per_cpu_second": {k: corpus_mb / v for k, v in cpu_times.items()},
       "byte_identical_across_variants": same,
   }
-  # One Beam worker's rate: the in-process DirectRunner (one Python process, as one Dataflow
-  # worker harness per vCPU).
-  per_worker = {d: corpus_mb / times[f"beam DirectRunner in_memory, dupe {d}"] for d in dupes}
+  # One Beam worker's rate: the in-process DirectRunner's MB per CPU second (one Python process,
+  # as one Dataflow worker harness per vCPU).
+  per_worker = {d: corpus_mb / cpu_times[f"beam DirectRunner in_memory, dupe {d}"]
+                for d in dupes}
   if len(dupes) >= 2:
     results["capacity_plan_dataflow"] = capacity_plan(per_worker)
   text = json.dumps(results, indent=2)

@@ -1,12 +1,17 @@
 """create_pretraining_data on Apache Beam (issue 51): the local tool's bytes from the DirectRunner,
-in-process and with 2 worker processes; NSP negatives from the whole corpus; bad input and a
-failed worker as the local tool's rules say.
+in-process and with 2 worker processes; NSP negatives from the whole corpus; bad input, a failed
+worker and a signal as the local tool's rules say.
 
 The local tool is the reference: each Beam run is compared byte for byte with
 creation.create_pretraining_data on the same input, flags and seed.
 """
 
+import dataclasses
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -16,7 +21,7 @@ from albert_tf.data.pretraining import instances as pi
 from albert_tf.errors import AlbertError
 from tests.data.pretraining import nsp_topics
 from tests.helpers import text as text_helpers
-from tests.helpers.paths import FIXTURES_DIR
+from tests.helpers.paths import FIXTURES_DIR, REPO
 from tests.helpers.scripts import describe, run_script
 
 NSP_FIXTURE = FIXTURES_DIR / "official_nsp"  # 8 topics of 8 documents, in topic order
@@ -159,3 +164,34 @@ def test_unknown_flags_are_one_line_errors(workdir):
   assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
       "error: unknown flag --direct_num_wrokers: neither a flag of create_pretraining_data.py "
       "nor an Apache Beam pipeline option"), describe(proc)
+
+
+def test_a_signal_during_the_run_leaves_nothing_and_a_rerun_writes_the_same_bytes(workdir):
+  # The real script, in-process runner, SIGTERM once Beam is loaded and the pipeline starts:
+  # the local tool's stop (one line, exit 42, no output file, no temporary); then the same
+  # command again writes the local tool's bytes.
+  out = workdir / "nsp_signal"
+  args = [os.path.join(REPO, "create_pretraining_data.py"), f"--input_file={NSP_CORPUS}",
+          f"--vocab_file={NSP_VOCAB}", f"--output_file={out}/nsp", "--output_shards=2",
+          "--runner=DirectRunner"] + NSP_ARGS[:2] + ["--dupe_factor=24"] + NSP_ARGS[3:]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO)
+  proc = subprocess.Popen([sys.executable] + args, cwd=str(workdir), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  deadline = time.time() + 120
+  while time.time() < deadline and proc.poll() is None:
+    with open(f"/proc/{proc.pid}/maps", encoding="utf-8") as f:
+      if "apache_beam/coders" in f.read():  # Beam imported: the pipeline is being built or run
+        break
+    time.sleep(0.05)
+  time.sleep(0.5)
+  proc.send_signal(signal.SIGTERM)
+  _, stderr = proc.communicate(timeout=120)
+  assert proc.returncode == 42, stderr[-2000:]
+  assert stderr.strip().splitlines()[-1].startswith("stopped by SIGTERM")
+  assert not out.exists() or os.listdir(out) == []
+  subprocess.run([sys.executable] + args, cwd=str(workdir), env=env, check=True,
+                 capture_output=True)
+  options = dataclasses.replace(NSP_OPTIONS, dupe_factor=24)
+  local = _local(workdir, "nsp24", NSP_CORPUS, options, 2, vocab_file=NSP_VOCAB, random_seed=7,
+                 chunk_mb=0.001, num_workers=1)
+  assert _bytes(creation.output_paths(f"{out}/nsp", 2)) == _bytes(local)

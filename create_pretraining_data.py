@@ -7,7 +7,8 @@ Same flags, defaults and output format as the official ALBERT create_pretraining
 
 Input: one sentence per line, a blank line between documents. Additions: --num_workers,
 --chunk_mb, --invalid_utf8, --output_shards, and --runner (Apache Beam, with Beam's pipeline
-options after it: docs/data_at_scale.md). The output depends only on the inputs, the flags and --random_seed.
+options after it: docs/data_at_scale.md). The output depends only on the inputs, the flags and
+--random_seed.
 """
 
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it

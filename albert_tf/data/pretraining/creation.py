@@ -8,9 +8,9 @@ Pipeline, with memory bounded by the chunk size and not by the corpus size:
 The output is a function of the input, the flags and `random_seed` only: the pairs and masks of a
 document derive from (seed, document, pass, instance) (instances.document_key), the order of
 chunk k's pass d from "<seed>:<k>:<d>", and records are written in (chunk, pass) order, so any
-`num_workers`, and the Beam pipeline (beam_pipeline.py), give byte-identical files. Instances are shuffled within each (chunk, pass), not
-across the whole corpus as the official tool did (it held everything in memory); readers shuffle
-records again anyway.
+`num_workers`, and the Beam pipeline (beam_pipeline.py), give byte-identical files. Instances
+are shuffled within each (chunk, pass), not across the whole corpus as the official tool did (it
+held everything in memory); readers shuffle records again anyway.
 
 With --random_next_sentence the random B of an NSP negative comes from any document of the whole
 input, as in the official tool: a first pass indexes where every document starts

@@ -1,7 +1,8 @@
 # The two commands a newcomer types (see README.md):
 #   make quickstart   the main job end to end on a built-in corpus
 #   make test         the test suite
-# Both create .venv and install requirements.txt into it first (only once).
+# Both create .venv and install requirements.txt into it first (only once), with the optional
+# Apache Beam runner's requirements-beam.txt (the ".[beam]" extra) so its tests run.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -14,10 +15,15 @@ TEST_WORKERS ?= 2
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-beam.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip freeze | grep -iE '^(protobuf|sentencepiece)==' > $(VENV)/core-pins.txt
+	$(PY) -m pip install --quiet -r requirements-beam.txt
+	# Beam declares protobuf < 7 and so pulls protobuf and sentencepiece back; the suite tests the
+	# core with the versions a core install has (Beam's DirectRunner runs on them too, as its tests show)
+	$(PY) -m pip install --quiet --no-deps -r $(VENV)/core-pins.txt
 	touch $@
 
 test: setup

@@ -6,12 +6,15 @@ Same flags, defaults and output format as the official ALBERT create_pretraining
       --spm_model_file=30k-clean.model --max_seq_length=512 --dupe_factor=40
 
 Input: one sentence per line, a blank line between documents. Additions: --num_workers,
---chunk_mb, --invalid_utf8. The output depends only on the inputs, the flags and --random_seed.
+--chunk_mb, --invalid_utf8, --output_shards, and --runner (Apache Beam, with Beam's pipeline
+options after it: docs/data_at_scale.md). The output depends only on the inputs, the flags and
+--random_seed.
 """
 
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
 console.quiet_startup()
 
+import logging
 import os
 import sys
 
@@ -63,24 +66,40 @@ flags.DEFINE_float("chunk_mb", 1.0, "Documents are paired and shuffled in chunks
 flags.DEFINE_enum("invalid_utf8", "stop", ["stop", "skip"], "A line that is not UTF-8: stop "
                   "with an error naming file and line, or skip it and count it.")
 flags.DEFINE_bool("progress", True, "Print a progress line every few seconds.")
+flags.DEFINE_integer("output_shards", 0, "When > 0: --output_file is a prefix and the output is "
+                     "that many files <prefix>-00000-of-0000n ... (read them with <prefix>-*).")
+flags.DEFINE_string("runner", None, "Run on Apache Beam with this runner (DirectRunner, "
+                    "DataflowRunner, FlinkRunner, SparkRunner; needs pip install '.[beam]'), "
+                    "the same bytes as without; Beam's pipeline options follow as further "
+                    "flags (e.g. --direct_num_workers=2). See docs/data_at_scale.md.")
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise AlbertError(f"unexpected arguments: {' '.join(argv[1:])}")
-  options = pretraining_flags.instance_options()
-  report = pretraining_data_creation.create_pretraining_data(
-      input_file=FLAGS.input_file,
-      output_file=FLAGS.output_file,
-      spm_model_file=FLAGS.spm_model_file,
-      vocab_file=FLAGS.vocab_file,
-      do_lower_case=FLAGS.do_lower_case,
-      options=options,
-      random_seed=FLAGS.random_seed,
-      num_workers=FLAGS.num_workers,
-      chunk_mb=FLAGS.chunk_mb,
-      invalid_utf8=FLAGS.invalid_utf8,
-      show_progress=FLAGS.progress)
+  extra = argv[1:]
+  common = dict(input_file=FLAGS.input_file, output_file=FLAGS.output_file,
+                spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+                do_lower_case=FLAGS.do_lower_case, options=pretraining_flags.instance_options(),
+                random_seed=FLAGS.random_seed, chunk_mb=FLAGS.chunk_mb,
+                invalid_utf8=FLAGS.invalid_utf8, output_shards=FLAGS.output_shards)
+  if FLAGS.runner:
+    # Beam's import warns about cloud clients it does not need here (no gs:// without [gcp]).
+    previous_level = logging.root.level
+    logging.root.setLevel(logging.ERROR)
+    try:
+      from albert_tf.data.pretraining import beam_pipeline  # lazy: Apache Beam is an optional extra
+    except ImportError as e:
+      raise AlbertError(f"--runner={FLAGS.runner} needs Apache Beam ({e}): pip install "
+                        f"'.[beam]' (docs/data_at_scale.md)")
+    finally:
+      logging.root.setLevel(previous_level)
+    report = beam_pipeline.create_pretraining_data(
+        beam_args=[f"--runner={FLAGS.runner}"] + extra, **common)
+  elif extra:
+    raise AlbertError(f"unknown flag {extra[0]} (Apache Beam pipeline options need --runner)"
+                      if extra[0].startswith("-") else f"unexpected arguments: {' '.join(extra)}")
+  else:
+    report = pretraining_data_creation.create_pretraining_data(
+        num_workers=FLAGS.num_workers, show_progress=FLAGS.progress, **common)
   for line in pretraining_data_creation.format_report(report):
     print(line, file=sys.stderr)
 
@@ -91,4 +110,4 @@ if __name__ == "__main__":
   with StopSignals("no output file was written (each appears only when complete) and the "
                    "workers and temporary files are gone; run the same command again to start "
                    "over"):
-    command.run(main)
+    command.run(main, pass_unknown_flags=True)

@@ -36,11 +36,14 @@ def define_once(define, name, *args, **kwargs):
     list_in_help([name])
 
 
-def parse_flags(argv):
+def parse_flags(argv, pass_unknown_flags=False):
   """absl's flag parsing, with a bad value or an unknown flag reported as every bad input is:
-  one `error:` line and exit status 2 (absl's own: a FATAL line and status 1)."""
+  one `error:` line and exit status 2 (absl's own: a FATAL line and status 1).
+
+  pass_unknown_flags: unknown flags are not an error but handed to main in argv[1:] (e.g.
+  Apache Beam's pipeline options), which decides."""
   try:
-    return FLAGS(argv)
+    return FLAGS(argv, known_only=pass_unknown_flags)
   except flags.Error as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
@@ -100,7 +103,7 @@ def output_locations(f=FLAGS):
   return locations
 
 
-def run(main):
+def run(main, pass_unknown_flags=False):
   """Runs a script's `main(argv)`: flags parsed by `parse_flags`, the output paths checked
   (`check_output_flags`), errors by `run_main`."""
 
@@ -108,7 +111,8 @@ def run(main):
     check_output_flags()
     return main(argv)
 
-  app.run(run_main(checked_main), flags_parser=parse_flags)
+  app.run(run_main(checked_main),
+          flags_parser=lambda argv: parse_flags(argv, pass_unknown_flags))
 
 
 def run_command(define_flags, main, stop_on_signals=False):

@@ -187,7 +187,8 @@ RULES = [
     Rule("convert_hf_to_tf1", r"convert .*--input_checkpoint=albert_base_hf(\s|$)",
          after=["convert_tf1_to_hf", "convert_tf2_to_tf1"],  # the latter writes the same path
          produces=["albert_base_tf1/model.ckpt.index", "albert_base_tf1/albert_config.json"]),
-    Rule("create_pretraining_data", r"^python create_pretraining_data\.py ", after=["train_spm"],
+    Rule("create_pretraining_data", r"^python create_pretraining_data\.py .*--output_file=records/",
+         after=["train_spm"],
          produces=["records/train.tfrecord"]),
     Rule("run_pretraining", r"^python run_pretraining\.py .*--output_dir=pretrain(\s|$)",
          after=["create_pretraining_data"],
@@ -305,6 +306,15 @@ RULES = [
     Rule("early_exit_query", r"^python -m albert_tf\.cli\.query_savedmodel "
          r"--export_dir=out/mrpc_early_exit_export ", after=["early_exit_export"],
          stdout=r"at layer [12]\b"),
+    # docs/data_at_scale.md: the Beam DirectRunner and the local tool write the same bytes.
+    Rule("beam_direct_runner", r"^python create_pretraining_data\.py .*"
+         r"--output_file=pretrain_beam/train .*--runner=DirectRunner",
+         produces=[f"pretrain_beam/train-0000{i}-of-00004" for i in range(4)]),
+    Rule("beam_local_twin", r"^python create_pretraining_data\.py .*"
+         r"--output_file=pretrain_local/train ",
+         produces=[f"pretrain_local/train-0000{i}-of-00004" for i in range(4)]),
+    Rule("beam_cmp", r"^cmp <\(cat pretrain_beam/train-\*\) <\(cat pretrain_local/train-\*\)$",
+         after=["beam_direct_runner", "beam_local_twin"]),
     Rule("keras_hub_snippet", r"keras_hub\.models\.AlbertBackbone\.from_preset",
          marked="needs keras-hub in a Keras 3 environment outside the requirements "
          "(tests/checkpoints/test_keras_hub.py checks its committed outputs)"),

@@ -5,11 +5,12 @@ Pipeline, with memory bounded by the chunk size and not by the corpus size:
   -> workers: tokenize, build SOP/NSP pairs and masked-LM predictions, serialize
   -> writer (main process): records in chunk order, round-robin over the output files.
 
-The output is a function of the input, the flags and `random_seed` only: chunk k, pass d draws
-from `random.Random("<seed>:<k>:<d>")`, and records are written in (chunk, pass) order, so any
-`num_workers` gives byte-identical files. Instances are shuffled within each (chunk, pass), not
-across the whole corpus as the official tool did (it held everything in memory); readers shuffle
-records again anyway.
+The output is a function of the input, the flags and `random_seed` only: the pairs and masks of a
+document derive from (seed, document, pass, instance) (instances.document_key), the order of
+chunk k's pass d from "<seed>:<k>:<d>", and records are written in (chunk, pass) order, so any
+`num_workers`, and the Beam pipeline (beam_pipeline.py), give byte-identical files. Instances
+are shuffled within each (chunk, pass), not across the whole corpus as the official tool did (it
+held everything in memory); readers shuffle records again anyway.
 
 With --random_next_sentence the random B of an NSP negative comes from any document of the whole
 input, as in the official tool: a first pass indexes where every document starts
@@ -115,9 +116,7 @@ class DocumentEncoder:
       if self.invalid_utf8 == "skip":
         counters["invalid_utf8_lines"] += 1
         return None
-      raise AlbertError(
-          f"{path}:{line_number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
-          f"{e.start + 1}); fix the file or pass --invalid_utf8=skip to skip such lines")
+      raise AlbertError(invalid_utf8_message(path, line_number, raw, e))
 
   def _preprocess(self, text):
     if text.isascii():  # NFKD and accent removal do nothing to ASCII: skip the slow path
@@ -153,38 +152,70 @@ class DocumentEncoder:
         batch[k] = fixed
     return batch
 
-  def encode_chunk(self, chunk, counters):
+  def encode_lines(self, chunk, counters):
+    """(ids, blank): ids[j] the token ids of chunk.lines[j] (None: not UTF-8 and skipped);
+    blank the set of j whose line is empty after preprocessing (ids [])."""
+    texts, where, blank = [], [], set()
+    ids = [[] for _ in chunk.lines]
+    for j, raw in enumerate(chunk.lines):
+      text = self._decode(raw, chunk.path, chunk.line_numbers[j], counters)
+      if text is None:
+        ids[j] = None
+        continue
+      text = self.preprocess(text)
+      if text:
+        texts.append(text)
+        where.append(j)
+      else:
+        blank.add(j)
+    for j, encoded in zip(where, self.encode_preprocessed(texts)):
+      ids[j] = encoded
+    return ids, blank
+
+  def encode_chunk(self, chunk, counters, encoded_lines=None):
     """Chunk -> (documents, numbers): documents is a list of documents, each a list of
     sentences (lists of ids); numbers[i] is the input-order number of the chunk document that
     documents[i] comes from (Chunk.first_document + its position in the chunk).
 
     As in the official tool, a line that is empty after preprocessing (e.g. only Unicode
-    whitespace) also separates documents.
+    whitespace) also separates documents. encoded_lines: encode_lines' result, if already made.
     """
-    texts, owners = [], []
+    ids, blank = encoded_lines or self.encode_lines(chunk, counters)
     numbers = []  # input-order number of the chunk document each owner (document) is part of
+    documents = []
     starts = set(chunk.doc_starts)
     number = chunk.first_document - 1
-    for j, raw in enumerate(chunk.lines):
+    for j, line_ids in enumerate(ids):
       if j in starts:
         number += 1
         numbers.append(number)
-      text = self._decode(raw, chunk.path, chunk.line_numbers[j], counters)
-      if text is None:
+        documents.append([])
+      if line_ids is None:
         continue
-      text = self.preprocess(text)
-      if not text:
-        numbers.append(numbers[-1])  # a blank line after preprocessing: a document boundary
-        continue
-      texts.append(text)
-      owners.append(len(numbers) - 1)
-    documents = [[] for _ in numbers]
-    for owner, ids in zip(owners, self.encode_preprocessed(texts)):
-      if ids:
-        documents[owner].append(ids)
+      if j in blank:  # a blank line after preprocessing: a document boundary
+        numbers.append(numbers[-1])
+        documents.append([])
+      elif line_ids:
+        documents[-1].append(line_ids)
     kept = [k for k, d in enumerate(documents) if d]
     counters["empty_documents"] += len(documents) - len(kept)
     return [documents[k] for k in kept], [numbers[k] for k in kept]
+
+
+def invalid_utf8_message(path, line_number, raw, error):
+  """The one-line error for a line that is not UTF-8 (--invalid_utf8=stop)."""
+  return (f"{path}:{line_number}: not valid UTF-8 (byte 0x{raw[error.start]:02x} at column "
+          f"{error.start + 1}); fix the file or pass --invalid_utf8=skip to skip such lines")
+
+
+def source_documents(chunk, encoded_lines):
+  """[(number, sentences)] of every document of the chunk as a random B sees it (the view of
+  document_index.IndexedDocuments): one entry per line, [] for a line that is not UTF-8 or
+  empty after preprocessing. encoded_lines: DocumentEncoder.encode_lines' result."""
+  ids, _ = encoded_lines
+  bounds = list(chunk.doc_starts) + [len(chunk.lines)]
+  return [(chunk.first_document + k, [line or [] for line in ids[bounds[k]:bounds[k + 1]]])
+          for k in range(len(chunk.doc_starts))]
 
 
 # ----------------------------------------------------------------------------- reading
@@ -200,13 +231,15 @@ def _open_binary(path):
     raise AlbertError(f"--input_file: cannot open {path}: {e.strerror}")
 
 
-def iter_chunks(files, chunk_bytes, stop_event=None):
+def iter_chunks(files, chunk_bytes, stop_event=None, open_binary=None):
   """Yields Chunks of whole documents (about chunk_bytes of text each), reading line by line.
 
   A document longer than chunk_bytes is cut at a line boundary (it would not fit in memory
-  otherwise); every file starts a new document. Documents are numbered in input order
-  (Chunk.first_document), the numbering of document_index.DocumentIndex.
+  otherwise); every file starts a new document, and where a file's chunks end depends on that
+  file only. Documents are numbered in input order (Chunk.first_document), the numbering of
+  document_index.DocumentIndex. open_binary: path -> binary file (default: local or tf.io.gfile).
   """
+  open_binary = open_binary or _open_binary
   index = 0
   first_document = 0
   for file_number, path in enumerate(files):
@@ -220,7 +253,7 @@ def iter_chunks(files, chunk_bytes, stop_event=None):
       return Chunk(index, path, lines, line_numbers, doc_starts, num_bytes, empty, file_number,
                    first_document, doc_offsets)
 
-    with _open_binary(path) as f:
+    with open_binary(path) as f:
       for line_number, raw in enumerate(f, 1):
         if stop_event is not None and stop_event.is_set():
           return
@@ -284,26 +317,44 @@ def process_chunk(chunk, encoder, serializer, options, random_seed, random_docum
   ("done", InstanceStats, counters).
 
   random_documents: the source NSP negatives draw B from (document_index.IndexedDocuments: the
-  whole input); None: the chunk's own documents (unused in SOP mode).
+  whole input); None in SOP mode.
   """
   counters = _new_counters()
   counters["empty_documents"] += chunk.empty_documents
   documents, numbers = encoder.encode_chunk(chunk, counters)
-  if random_documents is None:
-    numbers = None  # positions in `documents` itself
+  num_documents = len(random_documents) if random_documents is not None else 0
   stats = instances_lib.InstanceStats()
   stats.documents = len(documents)
   stats.sentences = sum(len(d) for d in documents)
   for dupe in range(options.dupe_factor):
-    rng = random.Random(f"{random_seed}:{chunk.index}:{dupe}")
     pass_stats = instances_lib.InstanceStats()
-    instances = instances_lib.create_sop_instances(documents, options, encoder.vocab_info, rng,
-                                                   pass_stats, random_documents, numbers)
+    plans = pass_plans(documents, numbers, dupe, num_documents, options, random_seed, pass_stats)
+    for plan in plans:
+      if plan.random_b is not None:
+        plan.tokens_b = instances_lib.fetch_random_b(random_documents, plan.random_b)
+    records = pass_records(plans, chunk.index, dupe, options, encoder.vocab_info, serializer,
+                           random_seed, pass_stats)
     if dupe > 0:  # document-level counts once per chunk, instance counts every pass
       pass_stats.short_documents = 0
     stats.merge(pass_stats)
-    yield dupe, [serializer.serialize(inst) for inst in instances]
+    yield dupe, records
   yield "done", stats, counters
+
+
+def pass_plans(documents, numbers, dupe, num_documents, options, random_seed, stats):
+  """The PairPlans of pass `dupe` over a chunk's documents (numbers: their input-order numbers,
+  as encode_chunk gives them), keyed by (seed, document, pass): see instances.document_key."""
+  keys = [instances_lib.document_key(random_seed, number, part, dupe)
+          for number, part in zip(numbers, instances_lib.document_parts(numbers))]
+  return instances_lib.plan_pass(documents, keys, numbers, num_documents, options, stats)
+
+
+def pass_records(plans, chunk_index, dupe, options, vocab_info, serializer, random_seed, stats):
+  """The serialized records of a chunk's pass from its resolved plans, in output order (shuffled
+  within the chunk's pass by its key (seed, chunk, pass))."""
+  instances = instances_lib.finish_pass(plans, options, vocab_info,
+                                        f"{random_seed}:{chunk_index}:{dupe}", stats)
+  return [serializer.serialize(inst) for inst in instances]
 
 
 def private_memory_mb():
@@ -633,13 +684,15 @@ def create_pretraining_data(input_file,
                             chunk_mb=1.0,
                             invalid_utf8="stop",
                             progress_stream=sys.stderr,
-                            show_progress=True):
+                            show_progress=True,
+                            output_shards=0):
   """Writes pretraining TFRecords from raw text; returns the statistics report (a dict).
 
   Args:
     input_file: comma-separated files or globs, by `common.file_patterns`' rule (one sentence
       per line, blank line between documents).
-    output_file: comma-separated output files; records are written round-robin.
+    output_file: comma-separated output files; records are written round-robin (with
+      output_shards > 0: the prefix of that many shards, see `output_paths`).
     spm_model_file / vocab_file: the tokenizer (SentencePiece model, else WordPiece vocabulary).
     do_lower_case: lower-case the text before tokenizing.
     options: InstanceOptions (the official flags shaping instances).
@@ -653,11 +706,9 @@ def create_pretraining_data(input_file,
   Raises:
     AlbertError: bad flags or input; no output file is left behind.
   """
-  _validate(options, num_workers, chunk_mb, invalid_utf8)
+  validate(options, num_workers, chunk_mb, invalid_utf8)
   files = file_patterns.expand(input_file)
-  output_files = [p.strip() for p in output_file.split(",") if p.strip()]
-  if not output_files:
-    raise AlbertError("--output_file is empty; expected comma-separated output paths")
+  output_files = output_paths(output_file, output_shards)
   spec = TokenizerSpec(spm_model_file or None, vocab_file or None, do_lower_case)
   encoder = DocumentEncoder(spec, invalid_utf8)  # validates the vocabulary before any work
   del encoder
@@ -685,11 +736,8 @@ def create_pretraining_data(input_file,
     writer = _ShardedWriter(output_files)
     _consume(messages, writer, progress, stats, counters)
     if stats.instances == 0:
-      raise AlbertError(
-          f"no instances created from --input_file={input_file}: {stats.documents} usable "
-          f"documents, {stats.short_documents} with fewer than 2 sentences, "
-          f"{counters['empty_documents']} empty; documents need at least two sentences "
-          f"(one per line, blank line between documents)")
+      raise AlbertError(no_instances_message(input_file, stats.documents,
+                                             stats.short_documents, counters["empty_documents"]))
     writer.commit()
   except BaseException:  # an error, or a signal's StopRequested: no output, no temporary file
     if writer is not None:
@@ -747,7 +795,33 @@ def _consume(messages, writer, progress, stats, counters):
     progress.update()
 
 
-def _validate(options, num_workers, chunk_mb, invalid_utf8):
+def output_paths(output_file, output_shards=0):
+  """The output files: --output_file's comma-separated list, or with output_shards = n > 0 the
+  n shards `<output_file>-00000-of-0000n` ... (so `<output_file>-*` reads them all)."""
+  if output_shards < 0:
+    raise AlbertError(f"--output_shards={output_shards}: expected >= 0")
+  if output_shards:
+    prefix = output_file.strip()
+    if not prefix or "," in prefix:
+      raise AlbertError(f"--output_file={output_file}: with --output_shards, expected one "
+                        f"path prefix")
+    return [f"{prefix}-{k:05d}-of-{output_shards:05d}" for k in range(output_shards)]
+  paths = [p.strip() for p in output_file.split(",") if p.strip()]
+  if not paths:
+    raise AlbertError("--output_file is empty; expected comma-separated output paths")
+  return paths
+
+
+def no_instances_message(input_file, documents, short_documents, empty_documents):
+  """The error when the input gives no instance at all."""
+  return (f"no instances created from --input_file={input_file}: {documents} usable "
+          f"documents, {short_documents} with fewer than 2 sentences, "
+          f"{empty_documents} empty; documents need at least two sentences "
+          f"(one per line, blank line between documents)")
+
+
+def validate(options, num_workers, chunk_mb, invalid_utf8):
+  """One-line errors for flag values out of range."""
   o = options
   if o.max_seq_length < 5:
     raise AlbertError(f"--max_seq_length={o.max_seq_length}: expected at least 5")

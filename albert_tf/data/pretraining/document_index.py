@@ -48,7 +48,7 @@ class DocumentIndex:
 
 class IndexedDocuments:
   """The documents of a DocumentIndex as a random-document source for
-  `instances.create_sop_instances` (len, sentence_count, sentences), read from the files.
+  `instances.fetch_random_b` (len, sentence_count, sentences), read from the files.
 
   Each sentence is one input line, tokenized as the chunk pipeline does (`encoder`: a
   creation.DocumentEncoder). A line that is not UTF-8 or empty after preprocessing gives no

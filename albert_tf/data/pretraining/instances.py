@@ -1,8 +1,9 @@
 """Sentence-order (SOP) pair instances and n-gram masked-LM predictions, as in official ALBERT.
 
-Everything works on token ids (not strings) and draws every random number from the `random.Random`
-passed in, so the output is a pure function of the input and the seed (the official tool drew the
-n-gram lengths from NumPy's unseeded global generator).
+Everything works on token ids (not strings) and draws every random number from a `random.Random`
+seeded by a key (seed, document, pass, instance: see `document_key`), so the instances of a
+document are a pure function of it, the flags and the seed, whichever engine makes them (the
+official tool drew the n-gram lengths from NumPy's unseeded global generator).
 
 Differences from the official `create_pretraining_data.py`, all deliberate:
 - SOP mode (`random_next_sentence=False`): a chunk holding a single sentence is split at a random
@@ -17,7 +18,9 @@ import bisect
 import collections
 import dataclasses
 import functools
+import hashlib
 import itertools
+import random
 import struct
 
 SPIECE_UNDERLINE = "\u2581"
@@ -120,11 +123,12 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 
 class ListDocuments:
-  """The random-document source over an in-memory list of documents (see `_make_pair`).
+  """The random-document source over an in-memory list of documents (see `fetch_random_b`).
 
   A source answers len() (number of documents), sentence_count(i) and sentences(i, start) (the
-  sentences of document i from `start` on, each a list of ids, lazily). The pipeline's source
-  reads the documents of the whole input from disk (data/pretraining/document_index.py).
+  sentences of document i from `start` on, each a list of ids, lazily). The local pipeline's
+  source reads the documents of the whole input from disk (data/pretraining/document_index.py);
+  the Beam pipeline joins each request with its document instead.
   """
 
   def __init__(self, documents):
@@ -140,28 +144,100 @@ class ListDocuments:
     return self._documents[index][start:]
 
 
-def create_instances_from_document(documents, document_index, options, vocab, rng, stats,
-                                   random_documents=None, source_index=None):
-  """Instances from one document (a list of sentences, each a list of ids), as the official tool.
+# Where the randomness of a pass comes from. Everything is keyed, never drawn from a shared
+# stream, so that any engine (one process, forked workers, Apache Beam on many machines) makes
+# the same instances from the same document:
+#   - document key `<seed>:<document>.<part>:<pass>` (document_key): a random.Random seeded with
+#     it draws the target length and, per instance, where A ends and which kind of pair it is;
+#   - instance key `<document key>:<j>` (j-th pair of that document in that pass): seeds the
+#     truncation and the masking of that instance, and (hashed) the document its random B comes
+#     from and B's first sentence. So the B of one instance never shifts the draws of another,
+#     and the document a negative needs is known before its text is (a join can fetch it).
+
+
+def document_key(seed, number, part, dupe):
+  """The key of document `number` of the input (its `part`-th piece: a line that is empty after
+  preprocessing splits a document) in pass `dupe`."""
+  return f"{seed}:{number}.{part}:{dupe}"
+
+
+def document_parts(numbers):
+  """For the input-order numbers of consecutive documents (equal for the pieces of one),
+  the part index of each: [7, 7, 8] -> [0, 1, 0]."""
+  parts, previous, part = [], None, 0
+  for number in numbers:
+    part = part + 1 if number == previous else 0
+    parts.append(part)
+    previous = number
+  return parts
+
+
+def _hash64(key):
+  return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomB:
+  """The B segment an NSP negative still needs: from document `document` (an input-order
+  number), the sentences from a start seeded by `key` until `target_length` tokens."""
+  document: int
+  target_length: int
+  key: str
+
+
+@dataclasses.dataclass
+class PairPlan:
+  """One pair before truncation and masking. tokens_b is None while random_b is unresolved."""
+  tokens_a: list
+  tokens_b: list
+  label: int  # SOP: 1 = swapped; NSP: 1 = B is random
+  key: str  # the instance key (seeds truncation and masking)
+  random_b: RandomB = None
+
+
+def random_b_start(random_b, sentence_count):
+  """The first sentence of B, among the `sentence_count` of its document."""
+  return _hash64(random_b.key + ":start") % sentence_count if sentence_count else 0
+
+
+def take_b(sentences, target_length):
+  """B's tokens: whole sentences (iterable of id lists) until at least target_length tokens."""
+  tokens = []
+  for sentence in sentences:
+    tokens.extend(sentence)
+    if len(tokens) >= target_length:
+      break
+  return tokens
+
+
+def fetch_random_b(random_documents, random_b):
+  """B's tokens for a RandomB, from a source with sentence_count(i) and sentences(i, start)
+  (ListDocuments, document_index.IndexedDocuments, or the one document a join brought)."""
+  count = random_documents.sentence_count(random_b.document)
+  if not count:
+    return []
+  start = random_b_start(random_b, count)
+  return take_b(random_documents.sentences(random_b.document, start), random_b.target_length)
+
+
+def plan_document(document, key, source_number, num_documents, options, stats):
+  """The pairs of one document (a list of sentences, each a list of ids), as the official tool.
 
   Consecutive sentences are gathered into chunks of about `target_seq_length` tokens; each chunk
   is cut at a random sentence boundary into A and B. SOP: with probability 0.5 the pair is
   emitted as B A with label 1. NSP (`options.random_next_sentence`): with probability 0.5 B is
-  taken from another document (label 1) and the unused sentences are put back.
+  taken from another document (label 1; `random_b` says which, drawn uniformly among
+  `num_documents` by a hash of the instance key, never `source_number` unless 10 draws hit it)
+  and the unused sentences are put back.
 
-  random_documents: where that other document is drawn from (a `ListDocuments`-like source;
-    default: `documents`); source_index: this document's index in it (default: document_index).
+  key: document_key(...). Returns a list of PairPlan (a pure function of its arguments).
   """
-  if random_documents is None:
-    random_documents = ListDocuments(documents)
-  if source_index is None:
-    source_index = document_index
-  document = documents[document_index]
+  rng = random.Random(key)
   max_num_tokens = options.max_seq_length - 3
   target_seq_length = max_num_tokens
   if rng.random() < options.short_seq_prob:
     target_seq_length = rng.randint(2, max_num_tokens)
-  instances = []
+  plans = []
   chunk = []
   chunk_length = 0
   i = 0
@@ -171,22 +247,19 @@ def create_instances_from_document(documents, document_index, options, vocab, rn
     chunk_length += len(segment)
     if i == len(document) - 1 or chunk_length >= target_seq_length:
       if chunk:
-        pair = _make_pair(chunk, random_documents, source_index, target_seq_length, options, rng,
-                          stats)
-        if pair is not None:
-          tokens_a, tokens_b, label, unused = pair
-          i -= unused
-          truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-          if tokens_a and tokens_b:
-            instances.append(_make_instance(tokens_a, tokens_b, label, options, vocab, rng, stats))
+        plan = _plan_pair(chunk, f"{key}:{len(plans)}", source_number, num_documents,
+                          target_seq_length, options, rng, stats)
+        if plan is not None:
+          i -= plan[1]
+          plans.append(plan[0])
       chunk = []
       chunk_length = 0
     i += 1
-  return instances
+  return plans
 
 
-def _make_pair(chunk, random_documents, source_index, target_seq_length, options, rng, stats):
-  """(tokens_a, tokens_b, label, number of sentences to put back) or None."""
+def _plan_pair(chunk, key, source_number, num_documents, target_seq_length, options, rng, stats):
+  """(PairPlan, number of sentences to put back) or None."""
   if len(chunk) == 1 and not options.random_next_sentence:
     # SOP needs two consecutive pieces of text: cut the single sentence at a random token.
     tokens = chunk[0]
@@ -197,8 +270,8 @@ def _make_pair(chunk, random_documents, source_index, target_seq_length, options
     cut = rng.randint(1, len(tokens) - 1)
     tokens_a, tokens_b = list(tokens[:cut]), list(tokens[cut:])
     if rng.random() < 0.5:
-      return tokens_b, tokens_a, 1, 0
-    return tokens_a, tokens_b, 0, 0
+      return PairPlan(tokens_b, tokens_a, 1, key), 0
+    return PairPlan(tokens_a, tokens_b, 0, key), 0
 
   a_end = 1
   if len(chunk) >= 2:
@@ -206,23 +279,53 @@ def _make_pair(chunk, random_documents, source_index, target_seq_length, options
   tokens_a = [t for segment in chunk[:a_end] for t in segment]
   if len(chunk) == 1 or (options.random_next_sentence and rng.random() < 0.5):
     # NSP negative: B from a random other document; the unused sentences are put back.
-    target_b_length = target_seq_length - len(tokens_a)
-    random_index = source_index
-    for _ in range(10):
-      random_index = rng.randint(0, len(random_documents) - 1)
-      if random_index != source_index:
+    number = source_number
+    for attempt in range(10):
+      number = _hash64(f"{key}:b{attempt}") % num_documents
+      if number != source_number:
         break
-    start = rng.randint(0, random_documents.sentence_count(random_index) - 1)
-    tokens_b = []
-    for sentence in random_documents.sentences(random_index, start):
-      tokens_b.extend(sentence)
-      if len(tokens_b) >= target_b_length:
-        break
-    return tokens_a, tokens_b, 1, len(chunk) - a_end
+    random_b = RandomB(number, target_seq_length - len(tokens_a), key)
+    return PairPlan(tokens_a, None, 1, key, random_b), len(chunk) - a_end
   tokens_b = [t for segment in chunk[a_end:] for t in segment]
   if not options.random_next_sentence and rng.random() < 0.5:
-    return tokens_b, tokens_a, 1, 0  # SOP: swapped
-  return tokens_a, tokens_b, 0, 0
+    return PairPlan(tokens_b, tokens_a, 1, key), 0  # SOP: swapped
+  return PairPlan(tokens_a, tokens_b, 0, key), 0
+
+
+def plan_pass(documents, keys, source_numbers, num_documents, options, stats):
+  """The PairPlans of one pass over `documents` (each a list of sentences of ids), in order.
+
+  keys: document_key of each; source_numbers: the input-order number of each (NSP negatives
+  never pair a document with itself); num_documents: how many documents NSP negatives draw
+  from. Documents with fewer than two sentences are skipped and counted in
+  `stats.short_documents` (in NSP mode they are still used as random-B sources).
+  """
+  plans = []
+  for document, key, number in zip(documents, keys, source_numbers):
+    if len(document) < 2:
+      stats.short_documents += 1
+      continue
+    plans.extend(plan_document(document, key, number, num_documents, options, stats))
+  return plans
+
+
+def finish_pair(plan, options, vocab, stats):
+  """The TrainingInstance of a PairPlan whose tokens_b is known (truncated to fit, masked), or
+  None when truncation leaves A or B empty."""
+  rng = random.Random(plan.key)
+  tokens_a, tokens_b = list(plan.tokens_a), list(plan.tokens_b)
+  truncate_seq_pair(tokens_a, tokens_b, options.max_seq_length - 3, rng)
+  if not (tokens_a and tokens_b):
+    return None
+  return _make_instance(tokens_a, tokens_b, plan.label, options, vocab, rng, stats)
+
+
+def finish_pass(plans, options, vocab, shuffle_key, stats):
+  """The instances of a pass's resolved plans, shuffled by random.Random(shuffle_key)."""
+  instances = [inst for inst in (finish_pair(p, options, vocab, stats) for p in plans)
+               if inst is not None]
+  random.Random(shuffle_key).shuffle(instances)
+  return instances
 
 
 def _make_instance(tokens_a, tokens_b, label, options, vocab, rng, stats):
@@ -239,26 +342,25 @@ def _make_instance(tokens_a, tokens_b, label, options, vocab, rng, stats):
 
 def create_sop_instances(documents, options, vocab, rng, stats=None, random_documents=None,
                          source_indices=None):
-  """All instances of one pass over `documents` (each a list of sentences of ids), shuffled.
-
-  Documents with fewer than two sentences are skipped and counted in `stats.short_documents`
-  (in NSP mode they are still used as random-B sources).
+  """All instances of one pass over in-memory `documents` (each a list of sentences of ids),
+  shuffled; the keys derive from one draw of `rng`.
 
   random_documents: where NSP negatives draw B from (see `ListDocuments`; default: `documents`
     themselves); source_indices: the index of each of `documents` in it (so a document never
     pairs with itself).
   """
   stats = stats if stats is not None else InstanceStats()
-  instances = []
-  for index, document in enumerate(documents):
-    if len(document) < 2:
-      stats.short_documents += 1
-      continue
-    instances.extend(create_instances_from_document(
-        documents, index, options, vocab, rng, stats, random_documents,
-        None if source_indices is None else source_indices[index]))
-  rng.shuffle(instances)
-  return instances
+  if random_documents is None:
+    random_documents = ListDocuments(documents)
+  if source_indices is None:
+    source_indices = range(len(documents))
+  seed = rng.getrandbits(64)
+  keys = [document_key(seed, k, 0, 0) for k in range(len(documents))]
+  plans = plan_pass(documents, keys, source_indices, len(random_documents), options, stats)
+  for plan in plans:
+    if plan.random_b is not None:
+      plan.tokens_b = fetch_random_b(random_documents, plan.random_b)
+  return finish_pass(plans, options, vocab, f"{seed}:shuffle", stats)
 
 
 # ----------------------------------------------------------------------------- masking

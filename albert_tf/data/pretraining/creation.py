@@ -37,6 +37,7 @@ import threading
 import time
 
 from albert_tf.common import file_patterns
+from albert_tf.common import utf8
 from albert_tf.common import fileio
 from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
@@ -115,9 +116,9 @@ class DocumentEncoder:
       if self.invalid_utf8 == "skip":
         counters["invalid_utf8_lines"] += 1
         return None
-      raise AlbertError(
-          f"{path}:{line_number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
-          f"{e.start + 1}); fix the file or pass --invalid_utf8=skip to skip such lines")
+      raise utf8.error(path, raw, e, line=line_number,
+                       advice="fix the file or pass --invalid_utf8=skip to skip such lines"
+                       ) from None
 
   def _preprocess(self, text):
     if text.isascii():  # NFKD and accent removal do nothing to ASCII: skip the slow path

@@ -354,16 +354,20 @@ class TrainingCheckpoints:
     return prefix
 
   def finish(self):
-    """At the end of training: keeps only the keep_checkpoint_max newest checkpoints."""
-    for manager, is_model in ((self._manager, True), (self._input_manager, False)):
-      if manager is None or not self._keep or len(manager.checkpoints) <= self._keep:
+    """At the end of training: keeps only the keep_checkpoint_max newest checkpoints (found
+    from the files: the managers forget those of earlier runs whose state file was rewritten)."""
+    if not self._keep:
+      return
+    directories = [self.input_dir] + ([self.output_dir] if self.is_chief else [])
+    for directory in directories:
+      ours = [p for _, p in integrity.numbered_checkpoints(directory)
+              if os.path.basename(p).startswith("ckpt-")]
+      if len(ours) <= self._keep:
         continue
-      kept = manager.checkpoints[-self._keep:]
-      for prefix in manager.checkpoints[:-self._keep]:
+      for prefix in ours[:-self._keep]:
         for path in integrity.checkpoint_files(prefix):
           tf.io.gfile.remove(path)
-      if is_model:
-        tf1.write_checkpoint_state(kept[-1], kept)
+      _rewrite_state(directory, ours[-self._keep:])
 
   def diverged(self, bad_step):
     """After a non-finite loss at step `bad_step`: the checkpoint of step bad_step - 1 holds the

@@ -6,7 +6,10 @@ num_memory_blocks, layers_to_keep) are kept and written back, and one extension 
 """
 
 import copy
+import difflib
 import json
+
+from absl import logging
 
 from albert_tf.errors import AlbertError, parse_json_object
 
@@ -25,6 +28,46 @@ _INT_FIELDS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers
                "inner_group_num", "down_scale_factor", "max_position_embeddings",
                "type_vocab_size")
 _FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
+
+# The fields a config file must give. The official AlbertConfig has no default for vocab_size
+# (its from_dict leaves it None and the model fails); the others set the model's shape, differ
+# between the released models, and the official defaults are xxlarge's (H 4096, 64 heads,
+# I 16384; 12 layers, where large and xlarge have 24 and a 24-layer checkpoint's shared
+# weights would load into 12 layers without a word). The remaining fields' defaults are the
+# value of every released config (E 128, 1 group, 1 inner group, gelu, 512 positions, 2 token
+# types, initializer 0.02) or only matter in training (dropout).
+REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                   "intermediate_size")
+# Every key a config file may hold without a warning: the official fields, ours (`sharing`) and
+# the released files' unused extras.
+RELEASED_EXTRA_KEYS = ("net_structure_type", "gap_size", "num_memory_blocks", "layers_to_keep")
+KNOWN_KEYS = _INT_FIELDS + _FLOAT_FIELDS + ("hidden_act", "sharing") + RELEASED_EXTRA_KEYS
+_warned_keys = set()  # (file, key): a config read several times by one run is warned about once
+
+
+def check_config_keys(json_object, source):
+  """A config file's keys: a missing REQUIRED_FIELDS entry is an error, an unknown key a
+  warning naming the closest known one (`hidden_sizee` -> `hidden_size`).
+
+  Raises:
+    AlbertError: e.g. "albert_config.json: no vocab_size: ...".
+  """
+  if json_object.get("model_type") == "albert":
+    # An HF transformers config.json: HF's keys, and HF leaves out the fields equal to its
+    # defaults (which are the official ones); checkpoints/hf/config.py reads those.
+    return
+  for key in json_object:
+    if key in KNOWN_KEYS or (source, key) in _warned_keys:
+      continue
+    _warned_keys.add((source, key))
+    close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "not an ALBERT config field"
+    logging.warning("%s: unknown key %r (%s); it is ignored", source, key, hint)
+  missing = [field for field in REQUIRED_FIELDS if field not in json_object]
+  if missing:  # (after the warnings: a misspelt key is often why a field is missing)
+    raise AlbertError(f"{source}: no {missing[0]}: a config file must give "
+                      f"{', '.join(REQUIRED_FIELDS)} (a default would build a model of "
+                      f"another shape than the checkpoint's)")
 
 
 class AlbertConfig:
@@ -78,10 +121,16 @@ class AlbertConfig:
   # ---------------------------------------------------------------- construction
   @classmethod
   def from_dict(cls, json_object, source=None):
-    """Builds a config from a dict with the official keys (unknown keys go to `extra`)."""
+    """Builds a config from a dict with the official keys (unknown keys go to `extra`).
+
+    With a `source` (the dict was read from that file), the keys are checked first
+    (`check_config_keys`): a required field missing is an error, an unknown key a warning.
+    """
     if not isinstance(json_object, dict):
       raise AlbertError(f"{source or 'config'}: expected a JSON object, got "
                         f"{type(json_object).__name__}")
+    if source is not None:
+      check_config_keys(json_object, source)
     return cls(source=source, **copy.deepcopy(json_object))
 
   @classmethod

@@ -32,6 +32,11 @@ class AlbertError(ValueError):
 EXIT_STOPPED_BY_SIGNAL = 42
 
 
+class NotFiniteError(AlbertError):
+  """A checkpoint holds NaN/inf weights, or its evaluation gave a NaN/inf result: a diverged
+  run's weights, never to be evaluated, predicted with or exported as if they were a model."""
+
+
 class StopRequested(BaseException):
   """A SIGTERM/SIGINT stopped the run; its message says what was kept and how to resume.
 

@@ -1,11 +1,14 @@
 """AlbertConfig: official files read and written unchanged; invalid configs refused in one line."""
 
 import json
+import logging
 
 import pytest
 
 from albert_tf import AlbertConfig, AlbertError
-from tests.helpers.paths import CONFIG_DIR
+from albert_tf import config as config_lib
+from albert_tf.checkpoints.hf.config import config_from_hf
+from tests.helpers.paths import CONFIG_DIR, FIXTURES_DIR, REPO_ROOT
 
 RELEASED = {
     "base": (12, 768, 12, 3072),
@@ -91,3 +94,50 @@ def test_not_json_names_file_and_line(tmp_path):
 def test_missing_file():
   with pytest.raises(AlbertError, match="cannot read config"):
     AlbertConfig.from_json_file("/nonexistent/albert_config.json")
+
+
+# --------------------------------------------------------------------- keys of a config file
+def _written(tmp_path, drop=(), **extra):
+  cfg = json.loads((CONFIG_DIR / "albert_base_v2.json").read_text())
+  for key in drop:
+    del cfg[key]
+  cfg.update(extra)
+  path = tmp_path / "albert_config.json"
+  path.write_text(json.dumps(cfg))
+  return path
+
+
+@pytest.mark.parametrize("field", config_lib.REQUIRED_FIELDS)
+def test_a_required_field_missing_is_one_line_naming_file_and_field(tmp_path, field):
+  path = _written(tmp_path, drop=[field])
+  with pytest.raises(AlbertError, match=rf"^{path}: no {field}: ") as e:
+    AlbertConfig.from_json_file(path)
+  assert "\n" not in str(e.value)
+
+
+def test_an_unknown_key_is_a_warning_naming_the_closest_known_one(tmp_path, caplog):
+  path = _written(tmp_path, drop=["hidden_size"], hidden_sizee=768, colour="blue")
+  with pytest.raises(AlbertError, match="no hidden_size"):  # the warning comes first
+    AlbertConfig.from_json_file(path)
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert warnings == [f"{path}: unknown key 'hidden_sizee' (did you mean 'hidden_size'?); it is "
+                      f"ignored", f"{path}: unknown key 'colour' (not an ALBERT config field); "
+                      f"it is ignored"]
+
+
+CONFIG_FILES_OF_OTHERS = (
+    [CONFIG_DIR / f"albert_{size}_{v}.json" for size in RELEASED for v in ("v1", "v2")]
+    + [FIXTURES_DIR / "official_training" / "albert_config.json",   # the official code's
+       FIXTURES_DIR / "keras_hub" / "tf1" / "albert_config.json",   # keras-hub's converter
+       FIXTURES_DIR / "keras_hub" / "hf" / "config.json",           # keras-hub's HF export
+       FIXTURES_DIR / "hf" / "hf_g1" / "config.json"])              # HF transformers'
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES_OF_OTHERS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_configs_written_by_others_load_without_warnings(path, caplog):
+  if path.name == "config.json":  # HF's: through the HF reader, and as --albert_config_file
+    config_from_hf(path)
+  config = AlbertConfig.from_json_file(path)
+  # ... and ours, written back from it
+  assert AlbertConfig.from_dict(json.loads(config.to_json_string()), source="written") == config
+  assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]

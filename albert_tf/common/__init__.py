@@ -8,4 +8,5 @@
   output_layout.py  the files of a run's output directory, named once
   export_format.py  the files of a SavedModel export, named once
   task_labels.py    a fine-tuning task's class names (GLUE lists, label_list.json)
+  utf8.py           users' text decoded as UTF-8; a bad byte named by file, line and column
 """

@@ -193,6 +193,12 @@ def commit_check(check):
     _COMMIT_CHECKS.remove(check)
 
 
+def run_commit_checks():
+  """Runs the active commit checks: called just before a write is committed by a rename."""
+  for check in list(_COMMIT_CHECKS):
+    check()
+
+
 @contextlib.contextmanager
 def atomic_path(path):
   """Yields a temporary path to write; renames it to `path` if the block succeeds.
@@ -207,8 +213,7 @@ def atomic_path(path):
   temp = temporary_name(path)
   try:
     yield temp
-    for check in list(_COMMIT_CHECKS):
-      check()
+    run_commit_checks()
     if is_local(temp) and os.path.isfile(temp):
       os.chmod(temp, 0o644)  # as a plain open() would have made it
     replace(temp, path)

@@ -17,6 +17,7 @@ from typing import Callable, List, Optional
 
 from absl import logging
 
+from albert_tf.common import utf8
 from albert_tf.errors import AlbertError, parse_json_object
 
 ALL_FILE = "all.txt"
@@ -96,8 +97,7 @@ def tree_fingerprint(data_dir, split):
 
 
 def _read_file(path, level, process_text):
-  with open(path, "r", encoding="utf-8") as f:
-    lines = f.read().split("\n")
+  lines = utf8.read_file(path, "a RACE passage file").split("\n")
   examples = []
   for line_number, line in enumerate(lines, start=1):
     if not line.strip():

@@ -33,6 +33,7 @@ from google.protobuf import message as protobuf_message
 import tensorflow as tf
 
 from albert_tf.common import fileio
+from albert_tf.common import utf8
 from albert_tf.data import bucketing, record_checks
 from albert_tf.errors import AlbertError
 
@@ -111,13 +112,14 @@ def load_squad_json(input_file, with_version=False):
   "version" "v2.0", or any question carrying "is_impossible"), else False.
   """
   try:
-    with tf.io.gfile.GFile(input_file, "r") as f:
-      text = f.read()
+    with tf.io.gfile.GFile(input_file, "rb") as f:
+      data = f.read()
   except tf.errors.NotFoundError:
     raise AlbertError(f"cannot read SQuAD file {input_file}: no such file")
-  except (tf.errors.OpError, OSError, UnicodeDecodeError) as e:
+  except (tf.errors.OpError, OSError) as e:
     reason = getattr(e, "message", None) or str(e)
     raise AlbertError(f"cannot read SQuAD file {input_file}: {reason.splitlines()[0]}")
+  text = utf8.decode(data, input_file, bom=True)
   try:
     data = json.loads(text)
   except json.JSONDecodeError as e:

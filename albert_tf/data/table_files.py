@@ -22,6 +22,7 @@ import dataclasses
 import io
 from typing import List, Optional, Sequence, Tuple, Union
 
+from albert_tf.common import utf8
 from albert_tf.errors import AlbertError, parse_json_object
 
 FORMATS = ("tsv", "csv", "jsonl")
@@ -31,18 +32,9 @@ _FIELDS = {"tsv": "tab-separated fields", "csv": "comma-separated fields",
 
 
 def read_text(path, expected="a UTF-8 text file"):
-  """The whole text of a local file; AlbertError (naming `expected`) when it cannot be read."""
-  try:
-    with open(path, "r", encoding="utf-8-sig") as f:
-      return f.read()
-  except FileNotFoundError:
-    raise AlbertError(f"{path}: file not found (expected {expected})") from None
-  except IsADirectoryError:
-    raise AlbertError(f"{path}: is a directory (expected {expected})") from None
-  except UnicodeDecodeError as e:
-    raise AlbertError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-  except OSError as e:
-    raise AlbertError(f"{path}: cannot read ({e.strerror})") from None
+  """The whole text of a local file; AlbertError (naming `expected`) when it cannot be read, or
+  naming the line and column of a byte that is not UTF-8 (albert_tf/common/utf8.py)."""
+  return utf8.read_file(path, expected)
 
 
 def _without_trailing_blanks(records, is_blank):

@@ -28,7 +28,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.common.cpu import BF16_FLAGS, bf16_matmul_problem, cpu_info, onednn_enabled
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, NotFiniteError
 from albert_tf.export.saved_model_writer import PRECISION_CHOICE
 
 EXPORT_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16"}
@@ -169,14 +169,27 @@ def choose_serving(model, precision, build_module, probe, request="batch 1"):
     build_module: serving copy -> the tf.Module whose signatures the export saves.
     probe: module -> a function of no arguments that runs one timing request (batch 1 at the
       export's max_seq_length, every position real: `probe_features`) through the module's
-      token-id serving function, the function its signature saves.
+      token-id serving function, the function its signature saves. It also runs once at
+      every precision, to check that the outputs are finite (None: no such check).
     request: what `probe` sends, for the record (e.g. "batch 1 x 128 tokens").
+  Raises:
+    NotFiniteError: the probe's outputs hold NaN/inf (a diverged run's weights).
   Returns:
     (module, measured): measured is None for fp32/bf16; for "auto" {PRECISION_CHOICE: record}
     for the export's info: the chosen precision, the median ms per request of both, their
     paired ratio, the rounds, the CPU and whether oneDNN was on.
   """
   check_precision(precision)
+  module, measured = _choose_serving(model, precision, build_module, probe, request)
+  # One probe request: finite weights can still overflow (a diverged run's last checkpoint).
+  outputs = tf.nest.flatten(probe(module)()) if probe is not None else []
+  if not all(bool(tf.reduce_all(tf.math.is_finite(o))) for o in outputs if o.dtype.is_floating):
+    raise NotFiniteError(f"the model's outputs on a probe request ({request}) hold NaN/inf: "
+                         f"a diverged run's weights; nothing was exported")
+  return module, measured
+
+
+def _choose_serving(model, precision, build_module, probe, request):
   cpu, onednn = cpu_info(), onednn_enabled()
   crash = bf16_matmul_problem(cpu, onednn) if precision != "fp32" else None
   if precision != AUTO:

@@ -6,13 +6,15 @@ labels, architecture, vocabulary, sequence length).
 Serving exports (`--export_dir` of the run_* scripts) use TF Serving's layout, as the official
 Estimator export did: `--export_dir` is the model's base path and every export is a new numbered
 version `<export_dir>/<version>/saved_model.pb` (version = seconds since the epoch, above any
-existing one), which a running TF Serving picks up. A base path whose versions hold a different
+existing one, chosen when the version is complete: exports into one base path at once each get
+their own, in the order they finish), which a running TF Serving picks up. A base path whose versions hold a different
 model is refused with a one-line AlbertError. The TF-Hub style encoder export is a single
 SavedModel written in place (`write_atomically`).
 Both write TF Serving's warm-up requests (`albert_tf.export.warmup`) into every SavedModel of
 the export before it is renamed into place.
 """
 
+import errno
 import json
 import os
 import re
@@ -197,16 +199,44 @@ def write_new_version(export_base, identity, write_fn, measured=None):
   if versions:
     check_export_dir(versions[-1][1], identity)
   remove_stale_leftovers(export_base)
-  version = max(int(time.time()), versions[-1][0] + 1 if versions else 0)
-  target = os.path.join(export_base, str(version))
-  # The temporary name `<version>.tmp-<pid>` is not a number, so TF Serving never loads it.
-  with fileio.atomic_path(target) as tmp_dir:
+  fileio.makedirs(export_base)
+  # The temporary name is not a number, so TF Serving never loads it; the version number is
+  # chosen only when the export is complete (`_claim_version`).
+  tmp_dir = fileio.temporary_name(os.path.join(export_base, _NEW_VERSION))
+  try:
     fileio.remove(tmp_dir)  # a leftover of a killed run with our pid
     write_fn(tmp_dir)
     _write_export_info(tmp_dir, identity, measured)
     warmup.write_warmup_requests(tmp_dir, identity)
+    fileio.run_commit_checks()
+    version, target = _claim_version(tmp_dir, export_base)
+  finally:
+    fileio.remove(tmp_dir)
   logging.info("Exported SavedModel version %d to %s", version, target)
   return target
+
+
+_NEW_VERSION = "new_version"
+
+
+def _claim_version(tmp_dir, export_base):
+  """Renames the complete `tmp_dir` to the next version `<export_base>/<version>`: seconds
+  since the epoch, above every existing version. Returns (version, path).
+
+  Exports into one base path at once each get a version of their own, numbered in the order
+  they finish: a directory is never renamed over a non-empty one, so when another export took
+  the number first (between listing and renaming) the rename fails and the next number is tried.
+  """
+  while True:
+    versions = export_versions(export_base)
+    version = max(int(time.time()), versions[-1][0] + 1 if versions else 0)
+    target = os.path.join(export_base, str(version))
+    try:
+      os.rename(tmp_dir, target)
+      return version, target
+    except OSError as e:
+      if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+        raise
 
 
 def _write_export_info(directory, identity, measured=None):

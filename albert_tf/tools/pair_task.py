@@ -14,6 +14,7 @@ import os
 import random
 
 from albert_tf.common import fileio
+from albert_tf.common import utf8
 from albert_tf.errors import AlbertError
 
 _TRAIN_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -25,15 +26,14 @@ def read_documents(corpus_path):
   if not os.path.isfile(corpus_path):
     raise AlbertError(f"{corpus_path}: corpus file does not exist")
   documents, current = [], []
-  with open(corpus_path, encoding="utf-8") as f:
-    for line in f:
-      line = line.strip()
-      if line:
-        # The TSV format has no quoting: a tab inside a sentence would shift the columns.
-        current.append(line.replace("\t", " "))
-      elif current:
-        documents.append(current)
-        current = []
+  for line in utf8.read_file(corpus_path, "a corpus").split("\n"):
+    line = line.strip()
+    if line:
+      # The TSV format has no quoting: a tab inside a sentence would shift the columns.
+      current.append(line.replace("\t", " "))
+    elif current:
+      documents.append(current)
+      current = []
   if current:
     documents.append(current)
   return documents

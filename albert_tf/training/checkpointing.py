@@ -31,15 +31,17 @@ from albert_tf.errors import AlbertError
 
 BEST_CHECKPOINT = output_layout.BEST_CHECKPOINT
 BROKEN_DIR = "broken_checkpoints"
+# A checkpoint whose weights gave a non-finite loss at the next step (a diverged run).
+DIVERGED_DIR = "diverged_checkpoints"
 
 
 def _warn(message):
   logging.warning("%s", message)
 
 
-def _set_aside(prefix, output_dir):
-  """Moves a broken checkpoint's files into <output_dir>/broken_checkpoints/ (kept, not deleted)."""
-  target_dir = os.path.join(output_dir, BROKEN_DIR)
+def _set_aside(prefix, output_dir, folder=BROKEN_DIR):
+  """Moves a checkpoint's files into <output_dir>/<folder>/ (kept, not deleted)."""
+  target_dir = os.path.join(output_dir, folder)
   tf.io.gfile.makedirs(target_dir)
   for path in integrity.checkpoint_files(prefix):
     tf.io.gfile.rename(path, os.path.join(target_dir, os.path.basename(path)), overwrite=True)
@@ -47,9 +49,12 @@ def _set_aside(prefix, output_dir):
 
 
 def _rewrite_state(output_dir, intact):
-  """Points the `checkpoint` state file at the intact checkpoints only (newest last)."""
+  """Points the `checkpoint` state file at the intact checkpoints only (newest last); removes it
+  when none is left."""
   if intact:
     tf1.write_checkpoint_state(intact[-1], intact)  # basenames: right from any working directory
+  else:
+    fileio.remove(os.path.join(output_dir, "checkpoint"))
 
 
 def resume_checkpoint(output_dir, repair=True):
@@ -252,11 +257,15 @@ class TrainingCheckpoints:
 
   def _make_managers(self):
     # After resume_checkpoint's repair: a manager reads the state file once, when it is made.
+    # One more than asked while training: the newest checkpoint is only known to be good once
+    # the step after it gave a finite loss; until then the one before it must still be there
+    # for a diverged run to go back to (`diverged`). `finish` trims to keep_checkpoint_max.
+    keep = self._keep + 1 if self._keep else None
     self._manager = (tf.train.CheckpointManager(self.checkpoint, self.output_dir,
-                                                max_to_keep=self._keep)
+                                                max_to_keep=keep)
                      if self.is_chief else None)
     self._input_manager = tf.train.CheckpointManager(self._input_checkpoint, self.input_dir,
-                                                     max_to_keep=self._keep)
+                                                     max_to_keep=keep)
 
   # ------------------------------------------------------------------ resume
   def restore(self, step_of):
@@ -343,3 +352,40 @@ class TrainingCheckpoints:
                         f"the same command again to resume") from None
     self.last_saved = prefix
     return prefix
+
+  def finish(self):
+    """At the end of training: keeps only the keep_checkpoint_max newest checkpoints (found
+    from the files: the managers forget those of earlier runs whose state file was rewritten)."""
+    if not self._keep:
+      return
+    directories = [self.input_dir] + ([self.output_dir] if self.is_chief else [])
+    for directory in directories:
+      ours = [p for _, p in integrity.numbered_checkpoints(directory)
+              if os.path.basename(p).startswith("ckpt-")]
+      if len(ours) <= self._keep:
+        continue
+      for prefix in ours[:-self._keep]:
+        for path in integrity.checkpoint_files(prefix):
+          tf.io.gfile.remove(path)
+      _rewrite_state(directory, ours[-self._keep:])
+
+  def diverged(self, bad_step):
+    """After a non-finite loss at step `bad_step`: the checkpoint of step bad_step - 1 holds the
+    weights that gave it, so it moves to <output_dir>/diverged_checkpoints/ (the chief's job)
+    and a rerun resumes from the one before. Returns the sentence naming the last good
+    checkpoint and how to go on."""
+    moved = ""
+    numbered = [p for _, p in integrity.numbered_checkpoints(self.output_dir)
+                if os.path.basename(p).startswith("ckpt-")]
+    bad = os.path.join(self.output_dir, f"ckpt-{bad_step - 1}")
+    if bad in numbered:
+      if self.is_chief:
+        where = _set_aside(bad, self.output_dir, DIVERGED_DIR)
+        _rewrite_state(self.output_dir, [p for p in numbered if p != bad])
+        moved = f"its starting weights {bad} moved to {where}/; "
+      numbered.remove(bad)
+    if numbered:
+      return (f"{moved}last good checkpoint: {numbered[-1]}: run again with a lower "
+              f"--learning_rate (or --precision fp32) to resume from it")
+    return (f"{moved}no earlier checkpoint: run again with a lower --learning_rate (or "
+            f"--precision fp32) to start over")

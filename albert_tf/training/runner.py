@@ -22,7 +22,7 @@ import tensorflow as tf
 from albert_tf.common import cpu as cpu_lib
 from albert_tf.common import fileio, kinds, output_layout
 from albert_tf.checkpoints.init import restore_model_weights
-from albert_tf.errors import AlbertError, StopRequested
+from albert_tf.errors import AlbertError, NotFiniteError, StopRequested
 from albert_tf.export.tflite import write_tflite
 from albert_tf.training import checkpointing
 from albert_tf.training import cluster
@@ -277,8 +277,14 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
   lines, all_results = [], []
   best = None  # (value, step, path, result, task outputs)
   for step, path in checkpoints:
-    result, outputs = trainer.evaluate(cfg.eval_batch_size, checkpoint_path=path,
-                                       return_outputs=True)
+    try:
+      result, outputs = trainer.evaluate(cfg.eval_batch_size, checkpoint_path=path,
+                                         return_outputs=True)
+    except NotFiniteError as e:  # a diverged run's checkpoint: never a result, never the best
+      if len(checkpoints) == 1 or (path == checkpoints[-1][1] and best is None):
+        raise
+      logging.warning("%s; skipped", e)
+      continue
     result = _reported(task, result)
     if step is not None:
       result["global_step"] = step
@@ -344,7 +350,10 @@ def _export(task, cfg):
   model = task.build_model()
   restore_model_weights(model, checkpoint, label_list=task.label_list)
   logging.info("Exporting %s to %s", checkpoint, cfg.export_dir)
-  version_dir = task.export(model, cfg.export_dir, cfg.export_precision)
+  try:
+    version_dir = task.export(model, cfg.export_dir, cfg.export_precision)
+  except NotFiniteError as e:
+    raise NotFiniteError(f"{checkpoint}: {e}") from None
   # The TFLite file sits beside the numbered SavedModel versions (which TF Serving reads), as
   # the official v1 SQuAD export's albert_model.tflite.
   tflite = write_tflite(model, os.path.join(cfg.export_dir, TFLITE_FILE),

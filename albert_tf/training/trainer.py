@@ -28,7 +28,7 @@ from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
 from albert_tf.data import record_checks
-from albert_tf.errors import AlbertError, StopRequested
+from albert_tf.errors import AlbertError, NotFiniteError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
 from albert_tf.training import checkpointing
 from albert_tf.training import optimizer as optimizer_lib
@@ -39,6 +39,18 @@ from albert_tf.training import strategy as strategy_lib
 from albert_tf.tasks.base import Task
 
 PRECISION_POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def _float_items(outputs):
+  """(name, array) of every floating-point array in a (nested) dict of model outputs."""
+  if isinstance(outputs, (list, tuple)):
+    outputs = dict(enumerate(outputs))
+  if isinstance(outputs, dict):
+    for key, value in sorted(outputs.items()):
+      for name, array in _float_items(value):
+        yield (f"{key}/{name}" if name else str(key)), array
+  elif isinstance(outputs, np.ndarray) and outputs.dtype.kind == "f":
+    yield "", outputs
 
 
 class NonFiniteLossError(AlbertError):
@@ -129,6 +141,7 @@ class Trainer:
     self._stop_read_in_graph = False
     self._eval_fn = None
     self._predict_fn = None
+    self._restored_path = None  # the checkpoint evaluate / predict use, for their errors
 
   # ------------------------------------------------------------------ helpers
   @contextlib.contextmanager
@@ -414,9 +427,8 @@ class Trainer:
           loss_sum, aux_sum, steps_run, bad_step, stopped = self._train_fn(
               iterator, tf.constant(self._steps_to_next_event(step, num_train_steps)))
         if int(bad_step) >= 0:
-          raise NonFiniteLossError(
-              f"non-finite loss at step {int(bad_step)}; stopped. Last good checkpoint: "
-              f"{saves.last_saved or 'none'} (lower --learning_rate, or use --precision fp32)")
+          raise NonFiniteLossError(f"non-finite loss at step {int(bad_step)}; stopped; "
+                                   f"{saves.diverged(int(bad_step))}")
         step = self.global_step
         progress.add(loss_sum, aux_sum, steps_run)
         stopping = bool(stopped) or (signals.requested and not self._stop_read_in_graph)
@@ -428,6 +440,7 @@ class Trainer:
         if step >= num_train_steps or (self.save_checkpoints_steps and
                                        step % self.save_checkpoints_steps == 0):
           saves.save(step)
+      saves.finish()
       if signals.requested:  # arrived during the final save: training is complete
         raise StopRequested(signals.stopped_message(
             f"training finished at step {step}, saved to {saves.last_saved}"))
@@ -478,6 +491,7 @@ class Trainer:
       if not self.task.init_checkpoint:
         raise AlbertError(f"no checkpoint in --output_dir={self.output_dir} and no "
                           "--init_checkpoint: nothing to evaluate (train first with --do_train)")
+      self._restored_path = self.task.init_checkpoint
       self.task.initialize(self.model)
       return self.global_step
     if not (tf.io.gfile.exists(path + ".index") or integrity.checkpoint_files(path)
@@ -486,6 +500,7 @@ class Trainer:
     # Every weight must come from the checkpoint (ours, an official TF1 one or an HF
     # directory, whose head rows follow the task's classes): a head left at its random
     # initial value would evaluate, predict and export garbage without a word.
+    self._restored_path = path
     step = checkpoint_init.restore_model_weights(
         self.model, path, label_list=self.task.label_list) or 0
     if self.optimizer is None:
@@ -532,6 +547,11 @@ class Trainer:
     totals, examples, state = self._run_evaluation(dataset, max_eval_steps)
     has_labels = bool(tf.nest.flatten(spec[1]))
     results = {n: v / max(examples, 1) for n, v in totals.items()} if has_labels else {}
+    bad = sorted(n for n, v in results.items() if not np.isfinite(v))
+    if bad:  # finite weights can still overflow: a diverged run's last checkpoint
+      raise NotFiniteError(f"{self._restored_path}: evaluation gave {bad[0]} = "
+                           f"{results[bad[0]]}: a diverged run's weights, not reported as a "
+                           f"result; use an earlier checkpoint")
     for metric in self.eval_metrics:
       results[metric.name] = float(metric.result().numpy())
     metrics, outputs = self.task.reduce_outputs(state, "eval")
@@ -609,6 +629,10 @@ class Trainer:
     with self._input_errors_explained("predict"):
       for element in dataset:
         features = element[0] if isinstance(element, (tuple, list)) else element
-        outputs = self._predict_fn(features)
-        yield self._local_concat(features), self._local_concat(outputs)
+        outputs = self._local_concat(self._predict_fn(features))
+        for name, value in _float_items(outputs):
+          if not np.all(np.isfinite(value)):
+            raise NotFiniteError(f"{self._restored_path}: its {name} predictions hold NaN/inf: "
+                                 f"a diverged run's weights; use an earlier checkpoint")
+        yield self._local_concat(features), outputs
 

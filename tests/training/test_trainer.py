@@ -87,10 +87,12 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
   task.scale = float("nan")
   broken = _trainer(tmp_path, task=task)
   with pytest.raises(trainer_lib.NonFiniteLossError, match=r"non-finite loss at step 3; .*"
-                     r"ckpt-2") as e:
+                     r"ckpt-2 moved to .*diverged_checkpoints/; no earlier checkpoint") as e:
     broken.train(8, 8)
   assert "\n" not in str(e.value)
-  assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
+  # ckpt-2's weights gave the NaN: set aside (kept), so a rerun does not resume into it again.
+  assert tf.train.latest_checkpoint(str(tmp_path)) is None
+  assert os.path.exists(tmp_path / "diverged_checkpoints" / "ckpt-2.index")
   assert not os.path.exists(tmp_path / "ckpt-4.index")
 
 

@@ -38,6 +38,7 @@ import threading
 import time
 
 from albert_tf.common import file_patterns
+from albert_tf.common import utf8
 from albert_tf.common import fileio
 from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
@@ -203,9 +204,10 @@ class DocumentEncoder:
 
 
 def invalid_utf8_message(path, line_number, raw, error):
-  """The one-line error for a line that is not UTF-8 (--invalid_utf8=stop)."""
-  return (f"{path}:{line_number}: not valid UTF-8 (byte 0x{raw[error.start]:02x} at column "
-          f"{error.start + 1}); fix the file or pass --invalid_utf8=skip to skip such lines")
+  """The one-line error for a line that is not UTF-8 (--invalid_utf8=stop): common/utf8's
+  wording, with the flag that skips such lines (the Beam runner reports the same line)."""
+  return str(utf8.error(path, raw, error, line=line_number,
+                        advice="fix the file or pass --invalid_utf8=skip to skip such lines"))
 
 
 def source_documents(chunk, encoded_lines):

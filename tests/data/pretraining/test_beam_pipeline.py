@@ -136,7 +136,7 @@ def test_a_failed_worker_leaves_nothing_and_a_rerun_writes_the_same_bytes(workdi
 
 
 @pytest.mark.parametrize("content, expected", [
-    (b"fine line.\nsecond line.\n\n\x89PNG\r\n\x1a\n\x00\x00binary\n", "not valid UTF-8"),
+    (b"fine line.\nsecond line.\n\n\x89PNG\r\n\x1a\n\x00\x00binary\n", "not UTF-8 text"),
     (b"\n\n   \n", "no instances created"),
 ])
 def test_bad_input_is_the_local_tools_one_line_error(workdir, sop_input, content, expected):

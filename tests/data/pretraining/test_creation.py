@@ -187,7 +187,8 @@ def test_invalid_utf8_stops_or_skips(tmp_path, spm_model, corpus):
   with pytest.raises(AlbertError) as err:
     _run(str(bad), str(out / "x.tfrecord"), spm_model, chunk_mb=0.01)
   message = str(err.value)
-  assert f"{bad}:{bad_line}: not valid UTF-8" in message and "--invalid_utf8=skip" in message
+  assert message.startswith(f"{bad}: line {bad_line}, column 8: not UTF-8 text (invalid start "
+                            f"byte 0xff; ") and "--invalid_utf8=skip" in message
   assert "\n" not in message
   assert _files_in(out) == []  # no partial output, no temp file
   report = _run(str(bad), str(out / "x.tfrecord"), spm_model, invalid_utf8="skip")

@@ -11,6 +11,10 @@ RACE on 8 logical CPU devices under MirroredStrategy (a v3-8's core count), in o
     gives the counts and metrics, eval_results.txt and prediction files of one unpadded replica;
   * predictions keep exactly the real examples, in order.
 Also, in this process: the one rule for "on TPU", and the batch-size check before any work.
+
+The suite runs pretraining and MRPC on the 8 devices and compiles the whole step of all four:
+RACE and SQuAD v2 on 8 devices cost about 3 more minutes of tracing on 2 cores (8 replica
+copies of each step); TPU_SIMULATION_EIGHT_DEVICES=all runs all four there.
 """
 
 import json
@@ -26,6 +30,14 @@ from tests.helpers import training as helpers
 from tests.helpers.paths import REPO
 
 TASKS = ("pretraining", "mrpc", "race", "squad_v2")
+
+
+def _on_eight_devices(report, task):
+  """Skips a check of the 8-device run of a task the simulation compiled only (see
+  EIGHT_DEVICE_TASKS in tests/helpers/tpu_simulation.py)."""
+  if "eight" not in report[task]:
+    pytest.skip(f"{task} ran its whole step only (TPU_SIMULATION_EIGHT_DEVICES=all runs it on "
+                "8 devices)")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +56,7 @@ def test_eight_logical_devices(report):
 
 @pytest.mark.parametrize("task", TASKS)
 def test_every_element_spec_is_static(report, task):
+  _on_eight_devices(report, task)
   specs = report[task]["specs"]
   assert set(specs) == {"train", "eval", "predict"}
   for mode, spec in specs.items():
@@ -66,6 +79,7 @@ def _numbers(text):
 
 @pytest.mark.parametrize("task", TASKS)
 def test_padded_eight_replica_eval_equals_one_replica(report, task):
+  _on_eight_devices(report, task)
   eight, one = report[task]["eight"], report[task]["one"]
   expected = {"pretraining": 53, "mrpc": 13, "race": 12}.get(task)
   if task == "pretraining":
@@ -103,6 +117,8 @@ def test_predictions_keep_exactly_the_real_examples_in_order(report):
     assert len(a.split("\t")) == len(b.split("\t")) == 2
     for x, y in zip(a.split("\t"), b.split("\t")):
       assert float(x) == pytest.approx(float(y), rel=1e-4, abs=1e-6), (a, b)
+  if "eight" not in squad:
+    return
   got = json.loads(squad["eight_files"]["predictions.json"])
   ref = json.loads(squad["one_files"]["predictions.json"])
   assert list(got) == list(ref) and got == ref

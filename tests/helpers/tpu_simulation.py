@@ -76,8 +76,10 @@ def _run_task(name, make_task, run_kwargs, out_dir, prediction_files, report,
   entry["specs"] = _specs(task, eight, (run_kwargs["train_batch_size"],
                                         run_kwargs["eval_batch_size"]))
   base = dict(run_kwargs, do_train=True, do_eval=True)
+  first = len(EVAL_COUNTS)
   summary = runner.run(task, runner.RunConfig(output_dir=eight_dir, **base), eight)
   entry["eight"] = _summary(summary)
+  entry["eight"]["eval_counts"], first = EVAL_COUNTS[first:], len(EVAL_COUNTS)
   # The same checkpoints evaluated and predicted on one replica, unpadded.
   one_dir = os.path.join(out_dir, name, "one")
   shutil.copytree(eight_dir, one_dir)
@@ -87,6 +89,7 @@ def _run_task(name, make_task, run_kwargs, out_dir, prediction_files, report,
   summary = runner.run(make_task(one_dir), runner.RunConfig(
       output_dir=one_dir, **dict(base, do_train=False)), one)
   entry["one"] = _summary(summary)
+  entry["one"]["eval_counts"] = EVAL_COUNTS[first:]
   for label, directory in (("eight", eight_dir), ("one", one_dir)):
     entry[label + "_files"] = {f: _read(os.path.join(directory, f))
                                for f in ["eval_results.txt"] + prediction_files}
@@ -123,6 +126,21 @@ def _summary(summary):
   return plain(summary)
 
 
+# num_examples of every evaluation this process ran, in order (pretraining does not report it).
+EVAL_COUNTS = []
+
+
+def _record_eval_counts():
+  from albert_tf.training import trainer  # pylint: disable=g-import-not-at-top
+  original = trainer.Trainer.evaluate
+
+  def evaluate(self, *args, **kwargs):
+    out = original(self, *args, **kwargs)
+    EVAL_COUNTS.append((out[0] if isinstance(out, tuple) else out)["num_examples"])
+    return out
+  trainer.Trainer.evaluate = evaluate
+
+
 def _one_strategy_per_kind():
   """Every RuntimeConfig of this process makes one and the same strategy per --strategy, as a
   real run has one: two MirroredStrategy objects in a process share collective keys."""
@@ -145,6 +163,7 @@ def main(out_dir):
   tf.config.experimental.enable_op_determinism()
   tf.random.set_seed(0)
   _one_strategy_per_kind()
+  _record_eval_counts()
   from albert_tf import tokenization  # pylint: disable=g-import-not-at-top
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks.glue import ClassificationTask, GlueConfig  # pylint: disable=g-import-not-at-top

@@ -3,9 +3,10 @@
 `python -m tests.helpers.tpu_simulation OUT_DIR` sets 8 logical CPU devices (a v3-8's core
 count) before TensorFlow initialises, then for pretraining (LAMB), a GLUE classifier (MRPC),
 SQuAD v2 and RACE, through the one runner the run_*.py scripts call:
-  * 2 training steps, an evaluation sweep and a prediction under MirroredStrategy over the 8
-    devices, with eval/predict batches padded (`--pad_eval_batches`): every dev/test set here
-    has a size that the batch does not divide;
+  * for EIGHT_DEVICE_TASKS (default pretraining and MRPC; TPU_SIMULATION_EIGHT_DEVICES=all:
+    every task): 2 training steps, an evaluation and (MRPC) a prediction under
+    MirroredStrategy over the 8 devices, with eval/predict batches padded
+    (`--pad_eval_batches`): every dev/test set here has a size the batch does not divide;
   * the same evaluation and prediction of the same checkpoints on one replica, unpadded;
   * the whole replica step (forward, loss, backward, clipping, optimizer update, metrics,
     accumulation) compiled with jit_compile=True on one replica (`--xla_whole_step`; XLA has

@@ -39,6 +39,7 @@ SLOW_FILES = (
     "tests/training/test_trainer.py",
     "tests/integration/test_preemption.py",
     "tests/training/test_distributed.py",
+    "tests/training/test_tpu_simulation.py",
     "tests/export/test_strict_inputs.py",
 )
 _SCRIPT_FOLDERS = ("tests/integration/", "tests/training/", "tests/export/", "tests/tools/")

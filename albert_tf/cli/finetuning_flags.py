@@ -214,9 +214,10 @@ def sentence_task_values(source, f=FLAGS):
 
 
 def bucket_boundaries(f=FLAGS):
-  """--bucket_boundaries resolved for this run (off on TPU unless lengths are given)."""
-  on_tpu = f.use_tpu or f.strategy == "tpu"
-  return parse_bucket_boundaries(f.bucket_boundaries, f.max_seq_length, on_tpu=on_tpu)
+  """--bucket_boundaries resolved for this run (off where inputs need static shapes: on TPU
+  by `RuntimeConfig.on_tpu`'s rule, and with --xla_whole_step)."""
+  static = training_flags.runtime_config(f).static_shapes
+  return parse_bucket_boundaries(f.bucket_boundaries, f.max_seq_length, on_tpu=static)
 
 
 def _custom_task_requested(f=FLAGS):
@@ -315,6 +316,7 @@ def squad_run_configs(has_gold_answers, f=FLAGS):
   evaluate = f.do_predict and has_gold_answers
   run_config = job_config(f, do_eval=evaluate, do_predict=f.do_predict and not evaluate,
                           eval_batch_size=f.predict_batch_size,
+                          eval_batch_flag="--predict_batch_size",
                           num_train_epochs=f.num_train_epochs,
                           warmup_proportion=f.warmup_proportion)
   return run_config, training_flags.runtime_config(f)

@@ -52,6 +52,16 @@ def define_runtime_flags():
               "dynamic loss scaling). Variables stay float32.")
   define_once(flags.DEFINE_bool, "jit_compile", False,
               "Extra: compile the train/eval steps with XLA.")
+  define_once(flags.DEFINE_bool, "xla_whole_step", False,
+              "Extra: compile the whole replica step (forward, loss, backward, clipping, "
+              "optimizer update, metrics, accumulation) as one XLA computation and give every "
+              "input static shapes (no length bucketing, padded eval/predict batches), as on a "
+              "TPU: check a setup on a CPU or GPU before paying for a slice. On a CPU, one "
+              "replica only (XLA has no CPU cross-replica sum).")
+  define_once(flags.DEFINE_bool, "pad_eval_batches", False,
+              "Extra: pad the last eval/predict batches to the full --eval_batch_size / "
+              "--predict_batch_size with padding examples left out of every result (always on "
+              "with a TPU or --xla_whole_step).")
   define_once(flags.DEFINE_integer, "gradient_accumulation_steps", 1,
               "Extra: split each global batch into this many micro-batches and apply their summed "
               "gradient once (same update as the full batch, less memory).")
@@ -82,4 +92,5 @@ def runtime_config(f=FLAGS):
       jit_compile=f.jit_compile, gradient_accumulation_steps=f.gradient_accumulation_steps,
       log_every_n_steps=f.log_every_n_steps, steps_per_loop=f.iterations_per_loop,
       recompute=f.recompute, deterministic=f.deterministic, seed=f.seed,
-      worker_wait_seconds=f.worker_wait_seconds)
+      worker_wait_seconds=f.worker_wait_seconds, xla_whole_step=f.xla_whole_step,
+      pad_eval_batches=f.pad_eval_batches)

@@ -59,8 +59,9 @@ def parse_bucket_boundaries(value, max_seq_length, on_tpu=False):
   if text == "auto":
     return None if on_tpu else default_bucket_boundaries(max_seq_length)
   if on_tpu:
-    raise AlbertError(f"--bucket_boundaries={value} is not supported on TPU (its input shapes "
-                      "must be static): use --bucket_boundaries=none")
+    raise AlbertError(f"--bucket_boundaries={value} is not supported on TPU or with "
+                      "--xla_whole_step (input shapes must be static): use "
+                      "--bucket_boundaries=none")
   try:
     lengths = [int(part) for part in text.split(",") if part.strip()]
   except ValueError:

@@ -388,8 +388,12 @@ def parse_checked_batch(batch, rules):
   check = _first_failure(batch, ragged,
                          [tf.not_equal(lengths[rule.name], rule.length) for rule in ragged],
                          length_line)
+  # The batch's static size where it has one (drop_remainder batches): [-1, ...] would leave
+  # the batch dimension open, and every TPU step would then go through the dynamic padder.
+  rows = batch["record"].shape[0]
+  rows = -1 if rows is None else rows
   with tf.control_dependencies([check]):
-    values = {rule.name: tf.reshape(parsed[rule.name].values, [-1, *rule.shape])
+    values = {rule.name: tf.reshape(parsed[rule.name].values, [rows, *rule.shape])
               for rule in ragged}
   values.update({rule.name: parsed[rule.name] for rule in rules if rule.default is not None})
 

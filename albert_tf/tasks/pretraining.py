@@ -94,9 +94,22 @@ def features_and_labels(batch):
   labels = {
       "masked_lm_ids": batch["masked_lm_ids"],
       "masked_lm_weights": batch["masked_lm_weights"],
-      "next_sentence_labels": tf.reshape(batch["next_sentence_labels"], [-1]),
+      "next_sentence_labels": batch["next_sentence_labels"][:, 0],
   }
   return features, labels
+
+
+def _real_examples(labels):
+  """float32 [batch]: 1 for a real example, 0 for eval padding (the trainer's
+  is_real_example); None when every example is real."""
+  real = labels.get("is_real_example")
+  return None if real is None else tf.cast(real, tf.float32)
+
+
+def _masked_lm_weights(labels, real):
+  """masked_lm_weights [batch, max_predictions], 0 on padding examples."""
+  weights = labels["masked_lm_weights"]
+  return weights if real is None else weights * real[:, None]
 
 
 class PretrainingTask(Task):
@@ -157,17 +170,21 @@ class PretrainingTask(Task):
             REPLICA_EXAMPLES: tf.cast(tf.shape(weights)[0] * tf.shape(weights)[1], tf.float32)}
 
   def build_losses(self, labels, outputs, global_batch_size):
-    weights = labels["masked_lm_weights"]
+    real = _real_examples(labels)
+    weights = _masked_lm_weights(labels, real)
     per_prediction = masked_lm_example_loss(outputs["mlm_logits"], labels["masked_lm_ids"])
     if REPLICA_WEIGHT_SUM in labels:  # one micro-batch of a replica batch
       weight_sum, examples = labels[REPLICA_WEIGHT_SUM], labels[REPLICA_EXAMPLES]
     else:
       weight_sum = tf.reduce_sum(weights)
-      examples = tf.cast(tf.shape(weights)[0], tf.float32)
+      examples = (tf.cast(tf.shape(weights)[0], tf.float32) if real is None
+                  else tf.reduce_sum(real))
     share = examples / tf.cast(global_batch_size, tf.float32)
     mlm_loss = tf.reduce_sum(weights * per_prediction) / (weight_sum + 1e-5) * share
     per_example = sentence_order_example_loss(outputs["sop_logits"],
                                               labels["next_sentence_labels"])
+    if real is not None:
+      per_example = per_example * real
     sop_loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
     return mlm_loss + sop_loss, {"mlm_loss": mlm_loss, "sop_loss": sop_loss}
 
@@ -197,7 +214,8 @@ class PretrainingTask(Task):
 
   def update_metrics(self, metrics, labels, outputs):
     by_name = {m.name: m for m in metrics}
-    weights = labels["masked_lm_weights"]
+    real = _real_examples(labels)
+    weights = _masked_lm_weights(labels, real)
     mlm_ids = labels["masked_lm_ids"]
     mlm_pred = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
     by_name["masked_lm_accuracy"].update_state(
@@ -205,10 +223,10 @@ class PretrainingTask(Task):
     sop_labels = labels["next_sentence_labels"]
     sop_pred = tf.argmax(outputs["sop_logits"], axis=-1, output_type=tf.int32)
     by_name["sentence_order_accuracy"].update_state(
-        tf.cast(tf.equal(sop_pred, sop_labels), tf.float32))
+        tf.cast(tf.equal(sop_pred, sop_labels), tf.float32), sample_weight=real)
     if "masked_lm_loss" in by_name:
       by_name["masked_lm_loss"].update_state(
           masked_lm_example_loss(outputs["mlm_logits"], mlm_ids), sample_weight=weights)
       by_name["sentence_order_loss"].update_state(
-          sentence_order_example_loss(outputs["sop_logits"], sop_labels))
+          sentence_order_example_loss(outputs["sop_logits"], sop_labels), sample_weight=real)
 

@@ -33,7 +33,7 @@ from albert_tf.training import results as results_lib
 from albert_tf.training import runtime as runtime_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import worker_info
-from albert_tf.training.trainer import Trainer
+from albert_tf.training.trainer import Trainer, check_batch_size
 
 TFLITE_FILE = "albert_model.tflite"
 OPTIMIZERS = ("adamw", "lamb")
@@ -66,6 +66,7 @@ class RunConfig:
   save_checkpoints_steps: int = 1000
   keep_checkpoint_max: Optional[int] = None  # None or 0: keep all (the evaluation sweep sees all)
   max_eval_steps: Optional[int] = None
+  eval_batch_flag: str = "--eval_batch_size"  # the flag eval_batch_size came from (messages)
   export_dir: Optional[str] = None
   export_precision: str = "fp32"
   tflite_quantize: str = "none"
@@ -148,6 +149,7 @@ def run(task, run_config, runtime=None):
       raise AlbertError(f"--do_train: {problem}")
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
+  _check_batch_sizes(cfg, runtime, strategy)
   if strategy_lib.num_workers(strategy) <= 1:
     return _run_locked(task, cfg, runtime, strategy)
   try:
@@ -164,6 +166,19 @@ def run(task, run_config, runtime=None):
     raise lost from None
 
 
+def _check_batch_sizes(cfg, runtime, strategy):
+  """One line before any work for a batch size the replicas cannot share evenly (TensorFlow
+  would raise its own ValueError at the first eval or predict batch, or after training)."""
+  replicas = strategy.num_replicas_in_sync
+  for flag, size, wanted, micro in (
+      ("--train_batch_size", cfg.train_batch_size, cfg.do_train,
+       runtime.gradient_accumulation_steps),
+      (cfg.eval_batch_flag, cfg.eval_batch_size, cfg.do_eval, 1),
+      ("--predict_batch_size", cfg.predict_batch_size, cfg.do_predict, 1)):
+    if wanted:
+      check_batch_size(flag, size, replicas, micro)
+
+
 def _check_bf16_can_run(cfg, runtime):
   """Stops before any work where a bfloat16 matmul on this CPU would crash the process (an
   ONEDNN_MAX_CPU_ISA cap below AVX-512: albert_tf/common/cpu.py), rather than after training."""
@@ -171,7 +186,7 @@ def _check_bf16_can_run(cfg, runtime):
       ("--precision=bf16", runtime.precision == "bf16"),
       ("--export_precision=bf16", bool(cfg.export_dir) and cfg.export_precision == "bf16"))
            if wanted]
-  if not asked or runtime.use_tpu or tf.config.list_physical_devices("GPU"):
+  if not asked or runtime.on_tpu or tf.config.list_physical_devices("GPU"):
     return
   problem = cpu_lib.bf16_matmul_problem(cpu_lib.cpu_info(), cpu_lib.onednn_enabled())
   if problem:

@@ -1,8 +1,12 @@
 """How a job runs, whatever the task: devices, precision, compilation, seeds (RuntimeConfig).
 
 The scripts fill it from the official TPU flags (--use_tpu, --tpu_name, ..., --iterations_per_loop)
-and our extras (--strategy, --precision, --jit_compile, --gradient_accumulation_steps,
---log_every_n_steps, --recompute, --deterministic, --seed); the runner applies it.
+and our extras (--strategy, --precision, --jit_compile, --xla_whole_step, --pad_eval_batches,
+--gradient_accumulation_steps, --log_every_n_steps, --recompute, --deterministic, --seed); the
+runner applies it.
+
+`on_tpu` is the one rule for "this run is on a TPU": bucketing, the bf16 CPU check, where the
+stop flag is read and eval padding all ask it (never the flags themselves).
 """
 
 import dataclasses
@@ -13,6 +17,16 @@ from albert_tf.common import fileio, output_layout
 from albert_tf.errors import AlbertError
 
 SEED_FILE = output_layout.SEED_FILE
+
+
+def on_tpu(strategy="auto", use_tpu=False, tpu_name=None, strategy_object=None):
+  """Whether a run is on a TPU: --strategy=tpu, or --strategy=auto with --use_tpu or a TPU name
+  (--tpu / --tpu_name); or, once made, a TPUStrategy. Another explicit --strategy wins over
+  --use_tpu, as in `strategy.get_strategy`, which asks this function too."""
+  if strategy_object is not None:
+    return type(strategy_object).__name__.startswith("TPUStrategy")
+  name = (strategy or "auto").lower()
+  return name == "tpu" or (name == "auto" and bool(use_tpu or tpu_name))
 
 
 @dataclasses.dataclass
@@ -33,6 +47,11 @@ class RuntimeConfig:
   deterministic: bool = False
   seed: Optional[int] = None
   worker_wait_seconds: Optional[float] = None  # None: cluster.DEFAULT_WAIT_S
+  # Compile the whole replica step (forward, loss, backward, clipping, optimizer update,
+  # metrics, accumulation) with XLA, and give every input static shapes, as a TPU does.
+  xla_whole_step: bool = False
+  # Pad the last eval/predict batches to the full global batch (padding rows masked out).
+  pad_eval_batches: bool = False
 
   def __post_init__(self):
     # --strategy, --precision, --recompute and --gradient_accumulation_steps are checked where
@@ -41,12 +60,25 @@ class RuntimeConfig:
       raise AlbertError(f"--log_every_n_steps={self.log_every_n_steps} is invalid: expected >= 1")
     self.steps_per_loop = max(1, int(self.steps_per_loop))
 
+  @property
+  def on_tpu(self):
+    """Whether this run is on a TPU (see `on_tpu`)."""
+    return on_tpu(self.strategy, self.use_tpu, self.tpu_name)
+
+  @property
+  def static_shapes(self):
+    """Whether every input must have static shapes (TPU, --xla_whole_step): no length
+    bucketing, eval/predict batches padded to the full batch."""
+    return self.on_tpu or self.xla_whole_step
+
   def trainer_kwargs(self):
     """The Trainer keyword arguments this runtime sets."""
     return dict(precision=self.precision, jit_compile=self.jit_compile,
                 gradient_accumulation_steps=self.gradient_accumulation_steps,
                 log_every_n_steps=self.log_every_n_steps, steps_per_loop=self.steps_per_loop,
-                recompute=self.recompute)
+                recompute=self.recompute, on_tpu=self.on_tpu or None,
+                xla_whole_step=self.xla_whole_step,
+                pad_eval_batches=self.static_shapes or self.pad_eval_batches)
 
   def make_strategy(self):
     """The tf.distribute strategy this runtime selects."""

@@ -15,6 +15,7 @@ import tensorflow as tf
 from albert_tf import errors
 from albert_tf.errors import AlbertError, json_kind, parse_json_object
 from albert_tf.training import cluster
+from albert_tf.training import runtime as runtime_lib
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
@@ -184,7 +185,7 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
     raise AlbertError(f"--strategy={strategy!r} is invalid: expected one of "
                       f"{', '.join(STRATEGIES)}")
   if name == "auto":
-    if use_tpu or tpu_name:
+    if runtime_lib.on_tpu(name, use_tpu, tpu_name):
       name = "tpu"
     elif _tf_config_has_cluster():
       name = "multi_worker_mirrored"

@@ -27,6 +27,7 @@ import tf_keras
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
+from albert_tf.data import eval_padding
 from albert_tf.data import record_checks
 from albert_tf.errors import AlbertError, NotFiniteError, StopRequested
 from albert_tf.networks import encoder as encoder_lib
@@ -35,6 +36,7 @@ from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import preemption
 from albert_tf.training import progress as progress_lib
 from albert_tf.training import results as results_lib
+from albert_tf.training import runtime as runtime_lib
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.tasks.base import Task
 
@@ -57,6 +59,14 @@ class NonFiniteLossError(AlbertError):
   """The loss became NaN/inf; the last good checkpoint is kept."""
 
 
+def check_batch_size(flag, batch_size, replicas, micro_batches=1):
+  """AlbertError unless `batch_size` splits evenly into `replicas` x `micro_batches`."""
+  if batch_size % (replicas * micro_batches):
+    extra = f" x --gradient_accumulation_steps ({micro_batches})" if micro_batches > 1 else ""
+    raise AlbertError(f"{flag}={batch_size} is invalid: must be a multiple of the replicas "
+                      f"({replicas}){extra}")
+
+
 class Trainer:
   """Runs a `Task` for train / evaluate / predict under a tf.distribute strategy.
 
@@ -68,6 +78,13 @@ class Trainer:
       `lambda: create_optimizer("lamb", ...)`. Needed for `train` only.
     precision: "fp32", "bf16" (mixed_bfloat16) or "fp16" (mixed_float16 + dynamic loss scaling).
     jit_compile: XLA-compile the forward/backward computation.
+    xla_whole_step: XLA-compile the whole replica step (forward, loss, backward, clipping,
+      optimizer update, metrics, accumulation) and the eval step, as a TPU runs them; the stop
+      flag is then read between loops, as on a TPU. On a CPU, XLA has no kernel for the
+      cross-replica sum: one replica only there.
+    pad_eval_batches: pad eval/predict batches to the full batch (`data.eval_padding`), the
+      padding rows masked out of every result; always on with `on_tpu`.
+    on_tpu: the run is on a TPU (`runtime.on_tpu`); None: whether `strategy` is a TPUStrategy.
     gradient_accumulation_steps: micro-batches per global batch.
     save_checkpoints_steps: checkpoint interval in global steps (a final one is always saved).
     keep_checkpoint_max: checkpoints kept (None or 0: all).
@@ -84,7 +101,8 @@ class Trainer:
   def __init__(self, task, strategy=None, output_dir=None, optimizer_fn=None, precision="fp32",
                jit_compile=False, gradient_accumulation_steps=1, save_checkpoints_steps=1000,
                keep_checkpoint_max=5, log_every_n_steps=100, steps_per_loop=None,
-               clip_norm=1.0, recompute="none", stop_signals=None):
+               clip_norm=1.0, recompute="none", stop_signals=None, xla_whole_step=False,
+               pad_eval_batches=False, on_tpu=None):
     if not isinstance(task, Task):
       raise TypeError(f"task must be an albert_tf Task, got {type(task).__name__}")
     if precision not in PRECISION_POLICIES:
@@ -98,9 +116,16 @@ class Trainer:
                         "expected >= 1")
     self.task = task
     self.strategy = strategy or tf.distribute.get_strategy()
-    if precision == "bf16" and jit_compile and not (
-        tf.config.list_logical_devices("GPU") or
-        isinstance(self.strategy, tf.distribute.TPUStrategy)):
+    self.on_tpu = bool(on_tpu) or runtime_lib.on_tpu(strategy_object=self.strategy)
+    self.xla_whole_step = bool(xla_whole_step)
+    self.pad_eval_batches = bool(pad_eval_batches) or self.on_tpu
+    if (self.xla_whole_step and self.strategy.num_replicas_in_sync > 1 and not self.on_tpu
+        and not tf.config.list_logical_devices("GPU")):
+      raise AlbertError(f"--xla_whole_step: XLA has no CPU kernel for the cross-replica sum of "
+                        f"{self.strategy.num_replicas_in_sync} replicas: compile the whole step "
+                        "on one CPU replica (--strategy=default), or on GPUs or a TPU")
+    if precision == "bf16" and (jit_compile or xla_whole_step) and not (
+        tf.config.list_logical_devices("GPU") or self.on_tpu):
       # Measured (bench/precision.py): XLA's CPU compiler turns bfloat16 dots into float32 dots
       # plus conversions.
       logging.warning("--precision=bf16 with --jit_compile on a CPU runs bfloat16 matmuls as "
@@ -240,7 +265,12 @@ class Trainer:
       index = ctx.replica_id_in_sync_group % r
 
       def take(t):
-        t = tf.reshape(t, tf.concat([[k, r, -1], tf.shape(t)[1:]], 0))
+        # Static sizes where the batch has them: a replica's [K, b, ...] keeps its shape.
+        rest = [d if d is not None else tf.shape(t)[i + 1]
+                for i, d in enumerate(t.shape.as_list()[1:])]
+        rows = t.shape[0] // (k * r) if t.shape[0] is not None else -1
+        t = tf.reshape(t, tf.stack([k, r, rows] + rest) if any(
+            isinstance(d, tf.Tensor) for d in rest) else [k, r, rows] + rest)
         return t[:, index]
       return tf.nest.map_structure(take, batch)
 
@@ -321,6 +351,9 @@ class Trainer:
       optimizer.apply_gradients(zip(grads, model.trainable_variables),
                                 experimental_aggregate_gradients=False)
       return loss, aux, stop
+    if self.xla_whole_step:
+      # One XLA computation per replica step, as a TPU compiles it.
+      return tf.function(replica_step, jit_compile=True, autograph=False)
     # No Python control flow on tensors below this point (the micro-batch loop is a
     # tf.while_loop): converting the model's and the task's code with AutoGraph would only
     # cost tracing time (a third of a small run's start-up).
@@ -330,12 +363,12 @@ class Trainer:
     """The compiled loop `train_loop(iterator, num_steps)`: up to num_steps updates, stopping
     early at a non-finite loss or once the (all-reduced) stop flag was raised."""
     optimizer, strategy = self.optimizer, self.strategy
-    # A TPU loop cannot read a host variable: there the trainer checks between loop calls.
-    # With the flag read in the loop, only the loop's (all-reduced) answer may stop a worker:
-    # a worker that stopped on its own between loop calls would leave the others waiting in
-    # the next step's collective.
-    self._stop_read_in_graph = stop_flag is not None and not isinstance(
-        strategy, tf.distribute.TPUStrategy)
+    # A TPU loop cannot read a host variable: there (and in a whole step compiled as on a TPU)
+    # the trainer checks between loop calls. With the flag read in the loop, only the loop's
+    # (all-reduced) answer may stop a worker: a worker that stopped on its own between loop
+    # calls would leave the others waiting in the next step's collective.
+    self._stop_read_in_graph = (stop_flag is not None and not self.on_tpu and
+                                not self.xla_whole_step)
     replica_step = self._replica_step_fn(global_batch_size,
                                          stop_flag if self._stop_read_in_graph else None)
 
@@ -452,11 +485,8 @@ class Trainer:
       raise AlbertError("Trainer.train needs optimizer_fn")
     if not self.output_dir:
       raise AlbertError("Trainer.train needs an output_dir for checkpoints")
-    replicas = self.strategy.num_replicas_in_sync
-    if train_batch_size % (replicas * self.accumulation_steps):
-      raise AlbertError(
-          f"--train_batch_size={train_batch_size} is invalid: must be a multiple of "
-          f"replicas ({replicas}) x --gradient_accumulation_steps ({self.accumulation_steps})")
+    check_batch_size("--train_batch_size", train_batch_size,
+                     self.strategy.num_replicas_in_sync, self.accumulation_steps)
 
   def _save_and_stop(self, saves, step, num_train_steps):
     """After a SIGTERM/SIGINT: saves step `step` (unless saved already) and raises StopRequested."""
@@ -508,11 +538,19 @@ class Trainer:
     return step
 
   def _distributed_dataset(self, mode, global_batch_size):
+    """Each input pipeline's eval/predict batches (`pad_eval_batches`: padded, with `real`
+    last in each element). Returns (distributed dataset, element spec)."""
+    check_batch_size(f"--{mode}_batch_size", global_batch_size,
+                     self.strategy.num_replicas_in_sync)
     specs = []
 
     def dataset_fn(ctx):
-      dataset = self.task.build_inputs(mode, ctx.get_per_replica_batch_size(global_batch_size),
-                                       ctx)
+      batch_size = ctx.get_per_replica_batch_size(global_batch_size)
+      dataset = self.task.build_inputs(mode, batch_size, ctx)
+      if self.pad_eval_batches:
+        dataset = eval_padding.pad_batches(
+            dataset, batch_size, ctx.num_replicas_in_sync // ctx.num_input_pipelines,
+            full_length=getattr(self.task, "max_seq_length", None) or 1)
       specs.append(dataset.element_spec)
       return dataset
     dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
@@ -520,10 +558,12 @@ class Trainer:
 
   def _local_concat(self, per_replica):
     def concat(value):
-      parts = self.strategy.experimental_local_results(value)
-      parts = [p for p in parts]
-      return np.concatenate([np.asarray(p) for p in parts], axis=0) if parts[0].shape.rank \
-          else np.asarray(parts[0])
+      parts = [np.asarray(p) for p in self.strategy.experimental_local_results(value)]
+      if not parts[0].ndim:
+        return parts[0]
+      # A replica left without examples at the end of an unpadded set holds a 0-row batch
+      # (whose bucketed length may differ from the others').
+      return np.concatenate([p for p in parts if len(p)] or parts[:1], axis=0)
     return tf.nest.map_structure(concat, per_replica)
 
   # ------------------------------------------------------------------ evaluate
@@ -538,6 +578,8 @@ class Trainer:
     also writes it in the official `key = value` format.
     """
     dataset, spec = self._distributed_dataset("eval", eval_batch_size)
+    if self.pad_eval_batches:
+      spec = spec[:-1]
     self._ensure_built(spec)
     step = self._restore_for_inference(checkpoint_path)
     for metric in self.eval_metrics:
@@ -576,19 +618,27 @@ class Trainer:
     the model's outputs), reduced over replicas."""
     model, task, strategy = self.model, self.task, self.strategy
 
-    def replica_eval(features, labels):
+    def replica_eval(features, labels, real=None):
       outputs = model(features, training=False)
+      if real is not None and labels:
+        # Padding rows weigh 0 in the loss and the streaming metrics.
+        weights = real * tf.cast(labels.get("is_real_example", 1.0), tf.float32)
+        labels = dict(labels, is_real_example=weights)
       loss, aux = task.build_losses(labels, outputs, eval_batch_size)
       task.update_metrics(self.eval_metrics, labels, outputs)
-      count = tf.shape(tf.nest.flatten(features)[0])[0]
+      count = (tf.shape(tf.nest.flatten(features)[0])[0] if real is None
+               else tf.cast(tf.reduce_sum(real), tf.int32))
       # Undo the division by eval_batch_size: sums over examples, per replica.
       scale = tf.cast(eval_batch_size, tf.float32)
       sums = {"loss": tf.cast(loss, tf.float32) * scale}
       sums.update({n: tf.cast(a, tf.float32) * scale for n, a in (aux or {}).items()})
       return sums, count, outputs
 
-    def eval_step(dist_features, dist_labels):
-      sums, count, outputs = strategy.run(replica_eval, args=(dist_features, dist_labels))
+    if self.xla_whole_step:
+      replica_eval = tf.function(replica_eval, jit_compile=True, autograph=False)
+
+    def eval_step(*element):
+      sums, count, outputs = strategy.run(replica_eval, args=element)
       sums = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
               for n, v in sums.items()}
       count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
@@ -602,37 +652,46 @@ class Trainer:
     wants_outputs = type(self.task).aggregate_outputs is not Task.aggregate_outputs
     totals, examples, state = {}, 0, None
     with self._input_errors_explained("eval"):
-      for i, (features, labels) in enumerate(dataset):
+      for i, element in enumerate(dataset):
         if max_eval_steps and i >= max_eval_steps:
           break
-        sums, count, outputs = self._eval_fn(features, labels)
+        sums, count, outputs = self._eval_fn(*element)
         examples += int(count.numpy())
         for n, v in sums.items():
           totals[n] = totals.get(n, 0.0) + float(v.numpy())
         if wants_outputs:
-          state = self.task.aggregate_outputs(state, self._local_concat(features),
-                                              self._local_concat(labels),
-                                              self._local_concat(outputs))
+          batch = self._local_concat((element[0], element[1], outputs))
+          if self.pad_eval_batches:  # the task sees the real examples only
+            batch = eval_padding.keep_real(batch, self._local_concat(element[-1]))
+          state = self.task.aggregate_outputs(state, *batch)
     return totals, examples, state
 
   # ------------------------------------------------------------------ predict
   def predict(self, predict_batch_size, checkpoint_path=None):
     """Yields (features, outputs) numpy dicts, one per global batch, in input order."""
     dataset, spec = self._distributed_dataset("predict", predict_batch_size)
+    if self.pad_eval_batches:
+      spec = spec[:-1]
     self._ensure_built(spec if isinstance(spec, (tuple, list)) else (spec,))
     self._restore_for_inference(checkpoint_path)
     model, strategy = self.model, self.strategy
     if self._predict_fn is None:
+      replica_predict = lambda x: model(x, training=False)
+      if self.xla_whole_step:
+        replica_predict = tf.function(replica_predict, jit_compile=True, autograph=False)
       self._predict_fn = tf.function(
-          lambda f: strategy.run(lambda x: model(x, training=False), args=(f,)),
+          lambda f: strategy.run(replica_predict, args=(f,)),
           reduce_retracing=True, autograph=False)
     with self._input_errors_explained("predict"):
       for element in dataset:
         features = element[0] if isinstance(element, (tuple, list)) else element
-        outputs = self._local_concat(self._predict_fn(features))
-        for name, value in _float_items(outputs):
+        outputs = self._predict_fn(features)
+        batch = self._local_concat((features, outputs))
+        if self.pad_eval_batches:  # exactly the real examples, in order
+          batch = eval_padding.keep_real(batch, self._local_concat(element[-1]))
+        for name, value in _float_items(batch[1]):
           if not np.all(np.isfinite(value)):
             raise NotFiniteError(f"{self._restored_path}: its {name} predictions hold NaN/inf: "
                                  f"a diverged run's weights; use an earlier checkpoint")
-        yield self._local_concat(features), outputs
+        yield batch
 

@@ -19,7 +19,8 @@ def test_recompute_flag_reaches_the_trainer_kwargs():
                             gcp_project=None, master=None, precision="fp32", jit_compile=False,
                             gradient_accumulation_steps=1, log_every_n_steps=1,
                             iterations_per_loop=10, recompute="layer", deterministic=False,
-                            seed=None, worker_wait_seconds=30)
+                            seed=None, worker_wait_seconds=30, xla_whole_step=False,
+                            pad_eval_batches=False)
   assert training_flags.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
   assert training_flags.runtime_config(f).worker_wait_seconds == 30
   assert flags.FLAGS["worker_wait_seconds"].default == 600

@@ -315,6 +315,11 @@ RULES = [
          produces=[f"pretrain_local/train-0000{i}-of-00004" for i in range(4)]),
     Rule("beam_cmp", r"^cmp <\(cat pretrain_beam/train-\*\) <\(cat pretrain_local/train-\*\)$",
          after=["beam_direct_runner", "beam_local_twin"]),
+    # docs/tpu_and_multi_gpu.md: the whole step compiled as a TPU would, on this CPU.
+    Rule("xla_whole_step", r"^python run_classifier\.py --task_name=MRPC .*"
+         r"--output_dir=out/mrpc_xla .*--xla_whole_step$",
+         produces=["out/mrpc_xla/model.ckpt-best.index"],
+         contents={"out/mrpc_xla/eval_results.txt": [r"^eval_accuracy = "]}),
     Rule("keras_hub_snippet", r"keras_hub\.models\.AlbertBackbone\.from_preset",
          marked="needs keras-hub in a Keras 3 environment outside the requirements "
          "(tests/checkpoints/test_keras_hub.py checks its committed outputs)"),

@@ -15,14 +15,15 @@ TEST_WORKERS ?= 2
 
 setup: $(VENV)/.installed
 
+# Beam (requirements-beam.txt) declares protobuf < 7 and so pulls protobuf and sentencepiece back;
+# the last step puts the core install's versions back, so the suite tests the core as a core install
+# has it (Beam's DirectRunner runs on them too, as its tests show).
 $(VENV)/.installed: requirements.txt requirements-beam.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip freeze | grep -iE '^(protobuf|sentencepiece)==' > $(VENV)/core-pins.txt
 	$(PY) -m pip install --quiet -r requirements-beam.txt
-	# Beam declares protobuf < 7 and so pulls protobuf and sentencepiece back; the suite tests the
-	# core with the versions a core install has (Beam's DirectRunner runs on them too, as its tests show)
 	$(PY) -m pip install --quiet --no-deps -r $(VENV)/core-pins.txt
 	touch $@
 

@@ -130,8 +130,16 @@ def run_command(define_flags, main, stop_on_signals=False):
     return
 
   def stoppable_main(argv):
-    with preemption.StopCommand(output_locations()):
-      return main(argv)
+    with preemption.StopCommand(output_locations()) as stop:
+      try:
+        return main(argv)
+      except Exception:  # pylint: disable=broad-except
+        if stop.requested:
+          # The handler's StopRequested, raised inside C code (a checkpoint read), can come out
+          # of it as another error, which our code may even report as bad input (seen in CI:
+          # "unreadable (pybind11 ... REPLACED BY StopRequested)", exit 2): it is the stop.
+          raise stop.stop_requested() from None
+        raise
 
   run(stoppable_main)
 

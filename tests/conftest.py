@@ -54,3 +54,33 @@ def pytest_collection_modifyitems(items):
     return (slow, not path.startswith(_SCRIPT_FOLDERS), -counts[path])
   order = {f: rank(f) for f in counts}
   items.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: a file keeps its order
+
+
+# ------------------------------------------------------------------ where the suite's CPU goes
+# ALBERT_TF_TEST_CPU_PROFILE=<prefix>: each worker appends, per test, the CPU seconds its own
+# process and its reaped children (the scripts a test runs) spent, and the wall seconds, to
+# <prefix>.<pid>.jsonl; `python -m tests.helpers.cpu_profile <prefix>` sums them per file. CPU
+# seconds do not depend on what else the machine runs, so they rank files on a busy machine.
+_CPU_PROFILE = os.environ.get("ALBERT_TF_TEST_CPU_PROFILE")
+
+
+def _cpu_seconds():
+  import resource  # pylint: disable=g-import-not-at-top
+  own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                        resource.RUSAGE_CHILDREN))
+  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+  if not _CPU_PROFILE:
+    yield
+    return
+  import json  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  cpu, wall = _cpu_seconds(), time.monotonic()
+  yield
+  record = {"test": item.nodeid, "cpu": round(_cpu_seconds() - cpu, 2),
+            "wall": round(time.monotonic() - wall, 2)}
+  with open(f"{_CPU_PROFILE}.{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
+    f.write(json.dumps(record) + "\n")

@@ -143,17 +143,28 @@ class PretrainingTask(Task):
   eval_result_keys = EVAL_KEYS
 
   def __init__(self, params: PretrainingConfig):
-    """Raises AlbertError when the config, the init checkpoint and the SentencePiece model
-    disagree on the vocabulary (before any work)."""
+    """Raises AlbertError when spm_model_file has more pieces than the config's vocab_size."""
     self.params = params
-    checkpoint_init.check_init_vocabulary(params.albert_config, params.init_checkpoint,
-                                          params.spm_model_file)
+    if params.spm_model_file:
+      checkpoint_init.check_init_vocabulary(params.albert_config,
+                                            spm_model_file=params.spm_model_file)
 
   def build_model(self):
     return AlbertPretrainer(self.params.albert_config)
 
   def initialize(self, model):
+    """init_checkpoint's weights, once its vocabulary is the config's and spm_model_file's
+    (checked here, not before: a run that resumes from output_dir never reads it, as the
+    official scripts).
+
+    Raises:
+      AlbertError: the vocabularies differ (checkpoint_init.check_init_vocabulary), or as
+        checkpoint_init.init_from_checkpoint.
+    """
     if self.params.init_checkpoint:
+      checkpoint_init.check_init_vocabulary(self.params.albert_config,
+                                            self.params.init_checkpoint,
+                                            self.params.spm_model_file)
       checkpoint_init.init_from_checkpoint(model, self.params.init_checkpoint,
                                            init_from_group0=self.params.init_from_group0)
 

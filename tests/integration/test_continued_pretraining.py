@@ -172,12 +172,14 @@ def test_continue_schedule_and_resume_from_output_dir(sources, tmp_path, capsys)
   total = SOURCE_STEP + 2  # linear decay to 0 at the last step: lr(501) = peak * 1/502
   assert _progress_lr(stdout, SOURCE_STEP + 1) == pytest.approx(PEAK_LR / total, rel=1e-3)
 
-  again = _run_in_process(sources, out, SOURCE_STEP + 3, capsys,
-                          init_checkpoint=sources["ours"], init_checkpoint_schedule="continue")
-  assert (f"note: --init_checkpoint={sources['ours']} not read: resuming --output_dir's "
-          "checkpoint instead") in again
+  # The same command again (training already done: nothing to train, nothing traced).
+  gone = str(tmp_path / "moved_away" / "ckpt-500")  # not even there: it is not read
+  again = _run_in_process(sources, out, SOURCE_STEP + 2, capsys,
+                          init_checkpoint=gone, init_checkpoint_schedule="continue")
+  assert f"Resuming from {out / f'ckpt-{SOURCE_STEP + 2}'} at step {SOURCE_STEP + 2} " in again
+  assert (f"note: --init_checkpoint={gone} not read: resuming --output_dir's checkpoint "
+          "instead") in again
   assert "Starting from --init_checkpoint" not in again
-  assert re.search(rf"^step {SOURCE_STEP + 3}/{SOURCE_STEP + 3} \|", again, re.M), again
 
 
 def _task(sources, **overrides):
@@ -189,6 +191,14 @@ def _task(sources, **overrides):
                 spm_model_file=sources["spm"])
   kwargs.update(overrides)
   return PretrainingTask(PretrainingConfig(**kwargs))
+
+
+def _initialize(sources, **overrides):
+  """What the trainer does first when --output_dir holds no checkpoint."""
+  task = _task(sources, **overrides)
+  model = task.build_model()
+  task.initialize(model)
+  return model
 
 
 def _other_spm(tmp, vocab_size):
@@ -210,7 +220,7 @@ def test_vocabulary_mismatches_are_one_line_errors(sources, tmp_path):
   # The config's vocab_size against the checkpoint's embedding rows.
   big = write_tiny_config(tmp_path / "vocab_1000.json", vocab_size=1000)
   with pytest.raises(AlbertError) as e:
-    _task(sources, albert_config=AlbertConfig.from_json_file(big), spm_model_file=None)
+    _initialize(sources, albert_config=AlbertConfig.from_json_file(big), spm_model_file=None)
   assert str(e.value) == (
       f"{sources['official']}: its word embeddings have {VOCAB} rows (a vocabulary of {VOCAB}) "
       f"but {big} has vocab_size=1000: give the checkpoint's own albert_config.json")
@@ -218,16 +228,20 @@ def test_vocabulary_mismatches_are_one_line_errors(sources, tmp_path):
   smaller = text_helpers.make_tiny_spm_model(tmp_path, vocab_size=300, name="small")
   with pytest.raises(AlbertError, match=rf"^{re.escape(smaller)}: has \d+ pieces but the word "
                      rf"embeddings of {re.escape(sources['official'])} have {VOCAB} rows"):
-    _task(sources, spm_model_file=smaller)
+    _initialize(sources, spm_model_file=smaller)
   # ... or the same size with other pieces (a SentencePiece model trained anew).
   other = _other_spm(str(tmp_path), VOCAB)
   with pytest.raises(AlbertError) as e:
-    _task(sources, spm_model_file=other)
+    _initialize(sources, spm_model_file=other)
   own = os.path.join(os.path.dirname(sources["official"]), "30k-clean.model")
   assert str(e.value).startswith(f"{other}: its pieces differ from those of {own}, the "
                                  f"SentencePiece model of {sources['official']} (id ")
   assert "\n" not in str(e.value)
-  _task(sources)  # the checkpoint's own model passes
+  # A SentencePiece model larger than the config: refused before anything is built.
+  with pytest.raises(AlbertError, match=rf"^{re.escape(other)}: vocabulary has {VOCAB} pieces "
+                     r"but .*vocab_300\.json has vocab_size=300"):
+    _task(sources, spm_model_file=other, init_checkpoint=None, albert_config=AlbertConfig.
+          from_json_file(write_tiny_config(tmp_path / "vocab_300.json", vocab_size=300)))
 
 
 def test_schedule_opt_in_errors(sources, tmp_path, capsys):
@@ -235,6 +249,15 @@ def test_schedule_opt_in_errors(sources, tmp_path, capsys):
   with pytest.raises(AlbertError, match="^--init_checkpoint_schedule=continue needs "
                      "--init_checkpoint"):
     _task(sources, init_checkpoint=None, init_checkpoint_schedule="continue")
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  no_step = str(tmp_path / "no_step" / "model.ckpt")  # a TF1 checkpoint with no global_step
+  albert_tf.save_tf1_checkpoint(_pretrainer(), no_step)
+  with pytest.raises(AlbertError, match=rf"^{re.escape(no_step)}: records no global_step, so its "
+                     "schedule cannot be continued: drop --init_checkpoint_schedule=continue"):
+    _task(sources, init_checkpoint=no_step, init_checkpoint_schedule="continue").initial_step()
+  assert _task(sources, init_checkpoint=sources["official"]).initial_step() == 0
+  assert _task(sources, init_checkpoint=sources["official"],
+               init_checkpoint_schedule="continue").initial_step() == SOURCE_STEP
   with pytest.raises(AlbertError, match=rf"^--init_checkpoint={re.escape(sources['ours'])} is "
                      rf"at step {SOURCE_STEP}, not below the 3 training steps: nothing to train"):
     _run_in_process(sources, tmp_path / "short", 3, capsys, init_checkpoint=sources["ours"],

@@ -39,7 +39,7 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
-from typing import Callable, Optional, Tuple
+from typing import Callable, Tuple
 
 from albert_tf.common import fileio
 from albert_tf.common import utf8
@@ -185,13 +185,11 @@ def _format_mrpc(paths, target):
       f.writelines(lines)
 
 
-def _glue_zip(name, file_name=None, directory=None, description=""):
-  directory = directory or name
-  inner = os.path.splitext(file_name or name + ".zip")[0]
-  # QQP-clean.zip and QNLIv2.zip hold QQP/ and QNLI/: the zip's folder is the task's.
-  return DataSet(name, directory, (GLUE_URL + (file_name or name + ".zip"),),
-                 lambda paths, target: _unpack_zip(paths[0], target, directory),
-                 description)
+def _glue_zip(name, file_name=None, description=""):
+  """A GLUE task in its zip, whose files sit in `<name>/` (QQP-clean.zip and QNLIv2.zip too:
+  QQP/ and QNLI/)."""
+  return DataSet(name, name, (GLUE_URL + (file_name or name + ".zip"),),
+                 lambda paths, target: _unpack_zip(paths[0], target, name), description)
 
 
 DATA_SETS = {
@@ -365,8 +363,13 @@ def download(names, data_dir, base_url=None, keep_archives=False, checksums=None
       if not os.path.exists(path):
         fetch(source_url(url, base_url), path, checksums.get(name), log=log)
       paths.append(path)
-    with fileio.atomic_path(target) as temp:
-      data_set.unpack(tuple(paths), temp)
+    try:
+      with fileio.atomic_path(target) as temp:
+        data_set.unpack(tuple(paths), temp)
+    except AlbertError:
+      for path in paths:  # unusable (a corrupt archive, an MRPC file of other columns): a rerun
+        fileio.remove(path)  # fetches them anew
+      raise
     log(f"{data_set.name}: wrote {target} ({', '.join(sorted(os.listdir(target))[:6])})")
     if not keep_archives:
       for path in paths:

@@ -206,6 +206,13 @@ def test_bad_downloads_are_errors_that_leave_nothing_complete(mirror, server, tm
   with pytest.raises(AlbertError, match=r"RTE\.zip: holds no RTE/ \(found Other/train\.tsv\): "
                      "not the expected archive: deleted"):
     public_data.download("RTE", data_dir, base_url=server["url"], log=_quiet)
+  # An MRPC file of other columns: its line named, the three files deleted (fetched anew next).
+  server["files"].update({"/msr_paraphrase_train.txt": (MRPC_HEADER + "1\t10\tA.\tB.\n").encode(),
+                          "/msr_paraphrase_test.txt": MRPC_TEST.encode(),
+                          "/mrpc_dev_ids.tsv": MRPC_DEV_IDS.encode()})
+  with pytest.raises(AlbertError, match=r"msr_paraphrase_train\.txt:2: 4 tab-separated fields, "
+                     r"expected 5 \(label, #1 ID, #2 ID, #1 String, #2 String\)$"):
+    public_data.download("MRPC", data_dir, base_url=server["url"], log=_quiet)
   # A file the server does not have.
   with pytest.raises(AlbertError, match=rf"^cannot fetch {server['url']}/WNLI\.zip: HTTP 404 "):
     public_data.download("WNLI", data_dir, base_url=server["url"], log=_quiet)

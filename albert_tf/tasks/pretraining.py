@@ -189,7 +189,8 @@ class PretrainingTask(Task):
         self._input_patterns(mode), self.params.max_seq_length,
         self.params.max_predictions_per_seq, batch_size, is_training=is_training,
         input_context=input_context, seed=self.params.shuffle_seed,
-        shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
+        shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size,
+        type_vocab_size=config.type_vocab_size, config_source=config.source)
     if self.params.masked_lm_budget > 0:
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
       ds = online_masking.apply_online_masking(

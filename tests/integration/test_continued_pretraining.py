@@ -237,6 +237,17 @@ def test_vocabulary_mismatches_are_one_line_errors(sources, tmp_path):
   assert str(e.value).startswith(f"{other}: its pieces differ from those of {own}, the "
                                  f"SentencePiece model of {sources['official']} (id ")
   assert "\n" not in str(e.value)
+  # Records of a larger vocabulary than the config's: the record file and the config named.
+  from albert_tf.data import record_checks  # pylint: disable=g-import-not-at-top
+  small = write_tiny_config(tmp_path / "vocab_100.json", vocab_size=100)
+  task = _task(sources, albert_config=AlbertConfig.from_json_file(small), init_checkpoint=None,
+               spm_model_file=None)
+  with pytest.raises(tf.errors.InvalidArgumentError) as e:
+    next(iter(task.build_inputs("eval", 4)))
+  explained = record_checks.explain_input_error(e.value, task.input_files("eval"))
+  assert re.fullmatch(rf"{re.escape(sources['records'])}: record \d+: input_ids holds \d+, "
+                      rf"expected values in \[0, 100\) \(vocab_size 100 of {re.escape(small)}\)",
+                      str(explained)), explained
   # A SentencePiece model larger than the config: refused before anything is built.
   with pytest.raises(AlbertError, match=rf"^{re.escape(other)}: vocabulary has {VOCAB} pieces "
                      r"but .*vocab_300\.json has vocab_size=300"):

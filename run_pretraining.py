@@ -42,6 +42,17 @@ flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to 
                    "read (online masking). Default 0, for offline masking.")
 # Extra (not official).
 flags.DEFINE_integer("shuffle_seed", None, "Seed of the input shuffling (default: random).")
+flags.DEFINE_enum("init_checkpoint_schedule", "restart", ["restart", "continue"],
+                  "Extra: where the step counter (and so the learning-rate schedule) of a run "
+                  "from --init_checkpoint starts: restart = at 0, warmup included, as the "
+                  "official script (which loads only the weights); continue = at the "
+                  "checkpoint's global_step. The optimizer state starts fresh either way. When "
+                  "--output_dir already holds a checkpoint, the run resumes from it instead and "
+                  "--init_checkpoint is not read.")
+flags.DEFINE_string("spm_model_file", None,
+                    "Extra: the SentencePiece model the records were made with: checked against "
+                    "the config's vocab_size and the --init_checkpoint's own SentencePiece model "
+                    "(a different vocabulary is an error), and copied into --output_dir.")
 pretraining_flags.define_flags()
 command.output_flags(output_dir=command.DIRECTORY)
 

@@ -203,6 +203,11 @@ class AlbertConfig:
                         f"{self.max_position_embeddings} of the albert config (the model was "
                         "only trained up to that length)")
 
+  @property
+  def source(self):
+    """The file the config was read from (None when built in code), for error messages."""
+    return self._source
+
   # ---------------------------------------------------------------- validation
   def _fail(self, field, value, expected):
     where = self._source or "albert config"

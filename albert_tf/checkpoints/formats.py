@@ -66,6 +66,12 @@ _HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTE
               "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
 _HEADLESS = (kinds.ENCODER, kinds.PRETRAINER)  # loading these needs no task head
 _TF2_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"  # how our TF2 checkpoints name a variable
+# The word embeddings [V, E] in the official layout (plain, or under a hub module's scope) and in
+# ours (a task model's encoder, or an encoder saved alone).
+_WORD_EMBEDDING_NAMES = (
+    official_names.WORD_EMBEDDINGS, tf1.HUB_SCOPE + official_names.WORD_EMBEDDINGS,
+    "model/encoder/embeddings/word_embeddings" + _TF2_VALUE_SUFFIX,
+    "model/embeddings/word_embeddings" + _TF2_VALUE_SUFFIX)
 
 
 class HeldKind(typing.NamedTuple):
@@ -177,6 +183,11 @@ class CheckpointFormat:
     or None."""
     return _existing(os.path.join(os.path.dirname(self.path) or ".", SPM_FILE))
 
+  def vocab_rows(self):
+    """The number of rows of the checkpoint's word embeddings (its vocabulary size), or None
+    when the format carries its own config (HF, hub modules: their loaders check it)."""
+    return None
+
   def check_weights(self):
     """Raises a one-line AlbertError when the weights are not there or do not read (TF1/TF2
     checkpoints and tarballs were verified whole by `detect`)."""
@@ -213,6 +224,13 @@ class _TfFormat(CheckpointFormat):
     return {name: shape for name, shape in
             tf.train.load_checkpoint(self.path).get_variable_to_shape_map().items()
             if "OPTIMIZER_SLOT" not in name}
+
+  def vocab_rows(self):
+    shapes = self._shapes()
+    for name in _WORD_EMBEDDING_NAMES:
+      if name in shapes:
+        return int(shapes[name][0])
+    return None
 
   def held_kind(self):
     shapes = self._shapes()

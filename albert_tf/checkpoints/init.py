@@ -11,6 +11,7 @@ from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints import tf2
 from albert_tf.checkpoints import official_names
 from albert_tf.errors import AlbertError, NotFiniteError
+from albert_tf.text import tokenization
 
 # Moved to tf2.py (our checkpoints' format); these paths stay.
 restore_tf2_checkpoint = tf2.restore_tf2_checkpoint
@@ -74,6 +75,72 @@ def init_pretrainer(pretrainer, path):
     heads = tuple(head for head, scope in PRETRAINING_HEAD_SCOPES.items()
                   if not any(name.startswith(scope) for name in report.missing))
   return heads, held
+
+
+def check_init_vocabulary(config, init_checkpoint=None, spm_model_file=None):
+  """Before a run that starts from `init_checkpoint` on records made with `spm_model_file`: the
+  three must agree on the vocabulary, or the records' token ids would select embedding rows
+  the checkpoint learned for other pieces (a run that trains, but on nonsense).
+
+  * config.vocab_size must equal the rows of the checkpoint's word embeddings (TF1, tarball and
+    TF2 checkpoints; HF directories and hub modules carry their own config);
+  * spm_model_file, when given, must fit config.vocab_size (tokenization.check_vocabulary_fits)
+    and, from a checkpoint, have as many pieces as its embeddings have rows and the very pieces
+    of the SentencePiece model that comes with it (`30k-clean.model` beside it), when one does.
+  (The records' ids themselves are checked against config.vocab_size as they are read.)
+
+  Raises:
+    AlbertError: one line naming both files and both sizes (or the first differing piece).
+  """
+  tokenizer = None
+  if spm_model_file:
+    tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file)
+    tokenization.check_vocabulary_fits(tokenizer, config)
+  if not init_checkpoint:
+    return
+  source = formats.detect(init_checkpoint, "--init_checkpoint")
+  rows = source.vocab_rows()
+  if rows is not None and rows != config.vocab_size:
+    raise AlbertError(f"{source.path}: its word embeddings have {rows} rows (a vocabulary of "
+                      f"{rows}) but {config.source or 'the albert config'} has vocab_size="
+                      f"{config.vocab_size}: give the checkpoint's own albert_config.json")
+  if tokenizer is None:
+    return
+  pieces = len(tokenizer.vocab)
+  if rows is not None and pieces != rows:
+    raise AlbertError(f"{spm_model_file}: has {pieces} pieces but the word embeddings of "
+                      f"{source.path} have {rows} rows: make the records with the checkpoint's "
+                      "own SentencePiece model")
+  own = source.spm_model_file()
+  if own:
+    theirs = tokenization.FullTokenizer(spm_model_file=own).inv_vocab
+    mine = tokenizer.inv_vocab
+    differ = next((i for i in sorted(set(theirs) | set(mine)) if theirs.get(i) != mine.get(i)),
+                  None)
+    if differ is not None:
+      raise AlbertError(f"{spm_model_file}: its pieces differ from those of {own}, the "
+                        f"SentencePiece model of {source.path} (id {differ}: "
+                        f"{mine.get(differ)!r} here, {theirs.get(differ)!r} there): make the "
+                        f"records with {own}")
+
+
+def init_checkpoint_step(path):
+  """The global step `path` (an --init_checkpoint) records, for a run that continues its
+  learning-rate schedule.
+
+  Raises:
+    AlbertError: the checkpoint records no global_step (an HF directory, a hub module, a TF1
+      checkpoint written without one).
+  """
+  source = formats.detect(path, "--init_checkpoint")
+  step = None
+  if source.name in (formats.TF1, formats.TF2, formats.TARBALL):
+    step = checkpoint_global_step(source.path)
+  if step is None:
+    raise AlbertError(f"{source.path}: records no global_step, so its schedule cannot be "
+                      "continued: drop --init_checkpoint_schedule=continue (the schedule then "
+                      "starts at step 0)")
+  return step
 
 
 def restore_model_weights(model, path, label_list=None):

@@ -47,7 +47,8 @@ def pretraining_configs(f=FLAGS):
       input_file=f.input_file, max_seq_length=f.max_seq_length,
       max_predictions_per_seq=f.max_predictions_per_seq, init_checkpoint=f.init_checkpoint,
       init_from_group0=f.init_from_group0, shuffle_seed=f.shuffle_seed,
-      shuffle_train_input=f.shuffle_train_input, masked_lm_budget=f.masked_lm_budget)
+      shuffle_train_input=f.shuffle_train_input, masked_lm_budget=f.masked_lm_budget,
+      init_checkpoint_schedule=f.init_checkpoint_schedule, spm_model_file=f.spm_model_file)
   return task_config, run_config, training_flags.runtime_config(f)
 
 

@@ -86,7 +86,13 @@ class Task(abc.ABC):
                               "of training steps")
 
   def initialize(self, model):
-    """Loads an initial checkpoint into a freshly built model (e.g. --init_checkpoint)."""
+    """Loads an initial checkpoint into a freshly built model (e.g. --init_checkpoint): its
+    weights only, never an optimizer state."""
+
+  def initial_step(self):
+    """The global step a training run from `initialize` starts at: 0, a fresh step counter and
+    learning-rate schedule (as the official scripts, which load only the weights)."""
+    return 0
 
   # ------------------------------------------------------------------ loss and metrics
   @abc.abstractmethod

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.checkpoints.init import init_from_checkpoint
+from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.common import file_patterns
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining import dataset as pretraining_dataset
@@ -27,6 +27,7 @@ EVAL_KEYS = OFFICIAL_EVAL_KEYS + (MASKED_LM_BASELINE_KEY,)
 # Labels the trainer adds to each accumulation micro-batch (`replica_batch_labels`).
 REPLICA_WEIGHT_SUM = "replica_masked_lm_weight_sum"
 REPLICA_EXAMPLES = "replica_examples"
+INIT_CHECKPOINT_SCHEDULES = ("restart", "continue")
 
 
 @dataclasses.dataclass
@@ -45,6 +46,14 @@ class PretrainingConfig:
   # The official --masked_lm_budget: > 0 re-masks every read instance online (see
   # albert_tf/data/pretraining/online_masking.py); 0 uses the records' own (offline) masks.
   masked_lm_budget: float = 0.0
+  # Where a run from init_checkpoint starts its step counter and learning-rate schedule:
+  # "restart" at 0 (the official run_pretraining, which loads only the weights), "continue" at
+  # the checkpoint's global_step. The optimizer state starts fresh either way.
+  init_checkpoint_schedule: str = "restart"
+  # The SentencePiece model the records were made with (optional): checked against the config
+  # and init_checkpoint's vocabulary (checkpoints/init.py check_init_vocabulary), and copied
+  # into the output directory beside the checkpoints.
+  spm_model_file: Optional[str] = None
 
   def __post_init__(self):
     self.albert_config.check_sequence_length(self.max_seq_length)
@@ -54,6 +63,12 @@ class PretrainingConfig:
     if self.max_predictions_per_seq > self.max_seq_length:
       raise AlbertError(f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "
                         f"--max_seq_length={self.max_seq_length}")
+    if self.init_checkpoint_schedule not in INIT_CHECKPOINT_SCHEDULES:
+      raise AlbertError(f"--init_checkpoint_schedule={self.init_checkpoint_schedule!r} is "
+                        f"invalid: expected one of {', '.join(INIT_CHECKPOINT_SCHEDULES)}")
+    if self.init_checkpoint_schedule == "continue" and not self.init_checkpoint:
+      raise AlbertError("--init_checkpoint_schedule=continue needs --init_checkpoint (the "
+                        "checkpoint whose step and schedule to continue)")
     if self.masked_lm_budget < 0:
       raise AlbertError(f"--masked_lm_budget={self.masked_lm_budget} is invalid: expected >= 0 "
                         "(0: the records' own masks)")
@@ -128,15 +143,36 @@ class PretrainingTask(Task):
   eval_result_keys = EVAL_KEYS
 
   def __init__(self, params: PretrainingConfig):
+    """Raises AlbertError when spm_model_file has more pieces than the config's vocab_size."""
     self.params = params
+    if params.spm_model_file:
+      checkpoint_init.check_init_vocabulary(params.albert_config,
+                                            spm_model_file=params.spm_model_file)
 
   def build_model(self):
     return AlbertPretrainer(self.params.albert_config)
 
   def initialize(self, model):
+    """init_checkpoint's weights, once its vocabulary is the config's and spm_model_file's
+    (checked here, not before: a run that resumes from output_dir never reads it, as the
+    official scripts).
+
+    Raises:
+      AlbertError: the vocabularies differ (checkpoint_init.check_init_vocabulary), or as
+        checkpoint_init.init_from_checkpoint.
+    """
     if self.params.init_checkpoint:
-      init_from_checkpoint(model, self.params.init_checkpoint,
-                           init_from_group0=self.params.init_from_group0)
+      checkpoint_init.check_init_vocabulary(self.params.albert_config,
+                                            self.params.init_checkpoint,
+                                            self.params.spm_model_file)
+      checkpoint_init.init_from_checkpoint(model, self.params.init_checkpoint,
+                                           init_from_group0=self.params.init_from_group0)
+
+  def initial_step(self):
+    """0, or with init_checkpoint_schedule "continue" the init checkpoint's global step."""
+    if self.params.init_checkpoint_schedule == "continue":
+      return checkpoint_init.init_checkpoint_step(self.params.init_checkpoint)
+    return 0
 
   def _input_patterns(self, mode):
     if mode != "train" and self.params.eval_input_file:
@@ -153,7 +189,8 @@ class PretrainingTask(Task):
         self._input_patterns(mode), self.params.max_seq_length,
         self.params.max_predictions_per_seq, batch_size, is_training=is_training,
         input_context=input_context, seed=self.params.shuffle_seed,
-        shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size, type_vocab_size=config.type_vocab_size)
+        shuffle=self.params.shuffle_train_input, vocab_size=config.vocab_size,
+        type_vocab_size=config.type_vocab_size, config_source=config.source)
     if self.params.masked_lm_budget > 0:
       # Evaluation draws the same masks every time (seed 0), so its numbers stay comparable.
       ds = online_masking.apply_online_masking(

@@ -17,8 +17,8 @@ from albert_tf.common import fileio
 from albert_tf.common import utf8
 from albert_tf.errors import AlbertError
 
-_TRAIN_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-_TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+MRPC_TRAIN_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+MRPC_TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
 
 def read_documents(corpus_path):
@@ -97,7 +97,7 @@ def make_sentence_pairs(documents, num_pairs, seed=12345, kind="next", span=1):
 
 def _rows(split, rows):
   """The lines of one MRPC-format file: test.tsv unlabelled (an index), the others labelled."""
-  lines = [_TEST_HEADER if split == "test" else _TRAIN_HEADER]
+  lines = [MRPC_TEST_HEADER if split == "test" else MRPC_TRAIN_HEADER]
   for n, (label, a, b) in enumerate(rows):
     first = str(n) if split == "test" else str(label)
     lines.append(f"{first}\t{2 * n}\t{2 * n + 1}\t{a}\t{b}\n")

@@ -443,11 +443,15 @@ class Trainer:
                          "batch_shapes": checkpointing.batch_shapes(element_spec)},
         worker_id=self.worker_id, is_chief=self.is_chief,
         keep_checkpoint_max=self.keep_checkpoint_max, barrier=self._barrier, log=self._log)
-    if not saves.restore(lambda: self.global_step):
+    if saves.restore(lambda: self.global_step):
+      if self.task.init_checkpoint:  # the official scripts too: output_dir's checkpoint wins
+        self._log(f"note: --init_checkpoint={self.task.init_checkpoint} not read: resuming "
+                  f"--output_dir's checkpoint instead")
+    else:
       if self.task.fine_tunes and not self.task.init_checkpoint:
         self._log(f"note: {self.task.name}: no --init_checkpoint or --albert_hub_module_handle: "
                   "training from random initialisation, not from a pretrained model")
-      self.task.initialize(self.model)
+      self._start_from_initial_checkpoint(num_train_steps)
     signals = self.stop_signals
     if self._train_fn is None:
       self._train_fn = self._build_train_fn(train_batch_size, signals.make_stop_flag())
@@ -479,6 +483,22 @@ class Trainer:
             f"training finished at step {step}, saved to {saves.last_saved}"))
     return dict(progress.summary, global_step=self.global_step,
                 train_seconds=progress.seconds)
+
+  def _start_from_initial_checkpoint(self, num_train_steps):
+    """task.initialize (--init_checkpoint's weights), then the step counter at the step it asks
+    for (0 unless the task continues the checkpoint's schedule); the optimizer state stays as
+    built: fresh."""
+    self.task.initialize(self.model)
+    start = int(self.task.initial_step() or 0)
+    if start >= num_train_steps:
+      raise AlbertError(f"--init_checkpoint={self.task.init_checkpoint} is at step {start}, "
+                        f"not below the {num_train_steps} training steps: nothing to train "
+                        "(raise the number of training steps)")
+    if start:
+      self.optimizer.iterations.assign(start)
+    if self.task.init_checkpoint:
+      self._log(f"Starting from --init_checkpoint={self.task.init_checkpoint} (its weights; "
+                f"fresh optimizer state) at step {start}")
 
   def _check_train_arguments(self, train_batch_size):
     if self.optimizer is None:

@@ -40,7 +40,7 @@ Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2,
 | `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
 | `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
 | `.venv` (`source .venv/bin/activate`) | the suite's own environment (sys.prefix) |
-| `albert_base_hf`, `out/...`, `pretrain/`, `vocab/`, `records/train.tfrecord`, `albert_base_tf1|2/` | written by the pages' own commands |
+| `albert_base_hf`, `out/...`, `pretrain/`, `pretrain_domain/`, `vocab/`, `records/train.tfrecord`, `domain_records/train.tfrecord`, `albert_base_tf1|2/` | written by the pages' own commands |
 
 Sizes: TINY_FLAGS rewrites these flags, wherever they appear, so that each command runs in
 seconds (the values the README gives are for ALBERT-base on real data):
@@ -207,6 +207,20 @@ RULES = [
              rf"^{key} = " for key in ("global_step", "loss", "masked_lm_accuracy",
                                        "masked_lm_loss", "sentence_order_accuracy",
                                        "sentence_order_loss")]}),
+    # docs/pretraining.md, continued pretraining: records in the checkpoint's vocabulary, a run
+    # from albert_base/ (weights only: step 0), a fine-tuning from its output directory alone.
+    Rule("domain_records", r"^python create_pretraining_data\.py .*--output_file=domain_records/",
+         produces=["domain_records/train.tfrecord"]),
+    Rule("continued_pretraining",
+         r"^python run_pretraining\.py .*--output_dir=pretrain_domain(\s|$)",
+         after=["domain_records"],
+         output=r"Starting from --init_checkpoint=albert_base/model\.ckpt-best \(its weights; "
+         r"fresh optimizer state\) at step 0\n(?s:.*)step 2/2 \|",
+         produces=["pretrain_domain/ckpt-2.index", "pretrain_domain/albert_config.json",
+                   "pretrain_domain/30k-clean.model"]),
+    Rule("finetune_domain",
+         r"^python run_classifier\.py --task_name=SST-2 .*--output_dir=out/sst2_domain(\s|$)",
+         after=["continued_pretraining"], produces=[p.format("out/sst2_domain") for p in GLUE_RUN]),
     Rule("reproduce_official_run",
          r"^python run_pretraining\.py .*--output_dir=repro(\s|$)", after=["create_pretraining_data"],
          produces=["repro/train/events.out.tfevents.*", "repro/ckpt-2.index"]),

@@ -71,7 +71,7 @@ def _to_int32(parsed):
 def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, batch_size,
                         is_training, input_context=None, num_cpu_threads=4, seed=None,
                         check_format=True, vocab_size=None, type_vocab_size=None,
-                        check_records=True, shuffle=True):
+                        check_records=True, shuffle=True, config_source=None):
   """Batches of parsed pretraining records.
 
   Args:
@@ -87,6 +87,7 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
       the same examples as a single-pipeline run.
     check_format: check every file's framing and first record before reading.
     vocab_size, type_vocab_size: the model's; ids at or above them are errors (None: unchecked).
+    config_source: the config file they come from, named in those errors.
     check_records: check every record of every batch (lengths and id ranges) as it is read;
       False reads them unchecked (for measuring what the checks cost).
     shuffle: with is_training, shuffle files and records (official); False reads the records
@@ -112,7 +113,7 @@ def pretraining_dataset(input_file, max_seq_length, max_predictions_per_seq, bat
   if check_records:
     read_file = record_checks.tagged_records
     rules = record_format.feature_rules(max_seq_length, max_predictions_per_seq, vocab_size,
-                                        type_vocab_size)
+                                        type_vocab_size, config_source)
     decode = lambda batch: _to_int32(record_checks.parse_checked_batch(batch, rules))
   else:
     read_file = tf.data.TFRecordDataset

@@ -25,22 +25,24 @@ def name_to_features(max_seq_length, max_predictions_per_seq):
 
 
 def feature_rules(max_seq_length, max_predictions_per_seq, vocab_size=None,
-                  type_vocab_size=None):
+                  type_vocab_size=None, config_source=None):
   """What every record must hold (`albert_tf.data.record_checks.FeatureRule` per feature).
 
   Ids beyond the model's vocabulary would fail in an embedding lookup on CPU and be looked up
   as zeros on GPU; positions beyond the sequence would gather the wrong vectors. vocab_size /
-  type_vocab_size None: those ids are not bounded.
+  type_vocab_size None: those ids are not bounded. config_source: the config file the sizes
+  come from, named in the errors (e.g. records made with another vocabulary).
   """
   seq, preds = (max_seq_length,), (max_predictions_per_seq,)
+  config = config_source or "the model config"
   vocab = dict(low=0, high=vocab_size,
-               bound=f"vocab_size {vocab_size} of the model config" if vocab_size else "")
+               bound=f"vocab_size {vocab_size} of {config}" if vocab_size else "")
   seq_flag, preds_flag = "--max_seq_length", "--max_predictions_per_seq"
   return [
       FeatureRule("input_ids", seq, length_from=seq_flag, **vocab),
       FeatureRule("input_mask", seq, low=0, high=2, length_from=seq_flag),
       FeatureRule("segment_ids", seq, low=0, high=type_vocab_size, length_from=seq_flag,
-                  bound=(f"type_vocab_size {type_vocab_size} of the model config"
+                  bound=(f"type_vocab_size {type_vocab_size} of {config}"
                          if type_vocab_size else "")),
       FeatureRule("token_boundary", seq, low=0, high=2, length_from=seq_flag),
       FeatureRule("masked_lm_positions", preds, low=0, high=max_seq_length,

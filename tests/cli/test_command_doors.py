@@ -18,6 +18,7 @@ from tests.helpers.paths import REPO
 COMMANDS = {
     "convert": "--input_checkpoint",
     "build_corpus": "--max_mb",
+    "download_data": "--base_url",
     "make_pair_task": "--pair_kind",
     "query_savedmodel": "--pair_file",
     "train_spm": "--model_prefix",

@@ -13,9 +13,10 @@ in the result file):
   4. run_pretraining.py: the quickstart's model shape (configs/albert_quickstart.json with the
      trained vocabulary size and DP_LAYERS layers), MLM + SOP;
   5. two benchmarks in the files run_classifier.py reads: SST-2 (GLUE layout, the dev set as
-     dev) and IMDB sentiment (own-data TSV: train/pos+neg to train, test/pos+neg as dev; reviews
-     truncated to the benchmark's max_seq_length by the tokenizer), each at a low-data size
-     (DP_LOW_N examples drawn with a fixed seed) and in full;
+     dev) and IMDB sentiment (own-data TSV: train/pos+neg to train, a fixed draw of
+     DP_IMDB_DEV_N test/pos+neg reviews as dev; reviews truncated to the benchmark's
+     max_seq_length by the tokenizer), each at a low-data size (DP_LOW_N examples drawn with a
+     fixed seed) and in full;
   6. run_classifier.py from the pretrained checkpoint and from random initialisation: the same
      recipe, seeds DP_SEEDS; dev accuracy beside the dev set's majority class;
   7. the result file: machine, date, load, commands, per-seed results, means, and the goal per
@@ -23,20 +24,27 @@ in the result file):
      set") stated MET or NOT MET.
 --part=ablation (item 2 of the issue: why the quickstart's docstring checkpoint hurts SST-2)
 adds, on the low-data SST-2 set: a docstring-corpus pretraining (albert_tf.cli.build_corpus, as
-the quickstart) with its own vocabulary, the same corpus with the IMDB vocabulary, and the IMDB
-corpus, all DP_ABL_PRETRAIN_STEPS steps; random initialisation with each vocabulary; then a
-fine-tuning learning-rate sweep (DP_ABL_LRS) and DP_ABL_LONG_FACTOR times longer fine-tuning,
-docstring checkpoint against random initialisation.
+the quickstart) with its own vocabulary and the same corpus with the IMDB vocabulary, each
+DP_ABL_PRETRAIN_STEPS steps, beside the main IMDB pretraining's checkpoint at that step; random
+initialisation with each vocabulary; then a fine-tuning learning-rate sweep (DP_ABL_LRS) and
+DP_ABL_LONG_FACTOR times longer fine-tuning, docstring checkpoint against random initialisation
+(seeds DP_ABL_RECIPE_SEEDS).
+
+Parts run side by side on one work dir (2 cores go further that way): --part=prepare (data),
+--part=pretrain, --part=random (every random-initialisation run, needing no checkpoint, while
+the pretraining runs), then --part=main / --part=ablation with DP_ONLY=pretrained (DP_BENCHMARKS
+splits the main study in two); a last run without --part skips everything done and writes the
+result file.
 
 Every step leaves its output in the work dir and is skipped when that output is complete, so a
 run stopped part way resumes where it stopped (run_pretraining.py resumes its own checkpoints).
 
 Environment (defaults are the recorded study's): PYTHON, DP_PRETRAIN_STEPS, DP_LAYERS,
 DP_VOCAB, DP_PRETRAIN_SEQ, DP_PREDS, DP_DUPE, DP_SST_SEQ, DP_IMDB_SEQ, DP_LR, DP_LOW_N,
-DP_LOW_STEPS, DP_SST_FULL_STEPS, DP_IMDB_FULL_STEPS, DP_SEEDS, DP_MAX_DOCS (0: every review),
+DP_IMDB_DEV_N (0: all 25,000), DP_LOW_STEPS, DP_SST_FULL_STEPS, DP_IMDB_FULL_STEPS, DP_SEEDS, DP_MAX_DOCS (0: every review),
 DP_ABL_PRETRAIN_STEPS, DP_ABL_LRS, DP_ABL_LONG_FACTOR, DP_ABL_SEEDS, DP_ABL_RECIPE_SEEDS,
 DP_DOCSTRING_MB,
-DP_BENCHMARKS (sst2,imdb), DP_SIZES (low,full), DP_CONFIG (the base model config), DP_RESULTS (the result file; default
+DP_BENCHMARKS (sst2,imdb), DP_SIZES (low,full), DP_ONLY (random|pretrained: only those runs), DP_CONFIG (the base model config), DP_NOTE (a note for the result file), DP_RESULTS (the result file; default
 bench/results/domain_pretraining.json, a markdown table beside it).
 """
 
@@ -66,18 +74,19 @@ def env(name, default, kind=int):
 def settings():
   """The study's settings (DP_* environment variables over the recorded defaults)."""
   return dict(
-      pretrain_steps=env("DP_PRETRAIN_STEPS", 4000), layers=env("DP_LAYERS", 2),
+      pretrain_steps=env("DP_PRETRAIN_STEPS", 2000), layers=env("DP_LAYERS", 2),
       vocab=env("DP_VOCAB", 3000), pretrain_seq=env("DP_PRETRAIN_SEQ", 128),
       preds=env("DP_PREDS", 20), dupe=env("DP_DUPE", 1), batch=32,
       pretrain_lr=env("DP_PRETRAIN_LR", 7e-4, float),
       seq={"sst2": env("DP_SST_SEQ", 64), "imdb": env("DP_IMDB_SEQ", 128)},
       lr=env("DP_LR", 1e-4, float), low_n=env("DP_LOW_N", 2000),
+      imdb_dev_n=env("DP_IMDB_DEV_N", 5000),
       steps={"low": env("DP_LOW_STEPS", 300),
-             "full": {"sst2": env("DP_SST_FULL_STEPS", 1000),
-                      "imdb": env("DP_IMDB_FULL_STEPS", 500)}},
+             "full": {"sst2": env("DP_SST_FULL_STEPS", 600),
+                      "imdb": env("DP_IMDB_FULL_STEPS", 300)}},
       seeds=[int(s) for s in os.environ.get("DP_SEEDS", "1,2,3").split(",")],
       max_docs=env("DP_MAX_DOCS", 0),
-      abl_pretrain_steps=env("DP_ABL_PRETRAIN_STEPS", 0),  # 0: a quarter of the main run's
+      abl_pretrain_steps=env("DP_ABL_PRETRAIN_STEPS", 1000),
       abl_lrs=[float(x) for x in os.environ.get("DP_ABL_LRS", "3e-5,3e-4").split(",")],
       abl_long_factor=env("DP_ABL_LONG_FACTOR", 3),
       abl_seeds=[int(s) for s in os.environ.get("DP_ABL_SEEDS", "1,2,3").split(",")],
@@ -96,6 +105,7 @@ class Study:
     self.py = py
     self.commands = []
     self.random_only = False  # --part=random: only the runs from random initialisation
+    self.pretrained_only = False  # --part=pretrained: only the runs from a pretrained checkpoint
     os.makedirs(work, exist_ok=True)
     self.log = open(os.path.join(work, "study.log"), "a", encoding="utf-8")
 
@@ -184,11 +194,16 @@ def lowercase_copy(src, dst):
 
 
 def write_tsv(path, header, rows):
+  """Writes the file unless it holds these rows already (an unchanged file keeps its mtime, so
+  run_classifier.py's cached features of it stay valid across resumed runs)."""
+  text = "".join("\t".join(str(x) for x in row) + "\n" for row in [header] + list(rows))
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
+      if f.read() == text:
+        return
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path + ".part", "w", encoding="utf-8") as f:
-    f.write("\t".join(header) + "\n")
-    for row in rows:
-      f.write("\t".join(str(x) for x in row) + "\n")
+    f.write(text)
   os.replace(path + ".part", path)
 
 
@@ -223,7 +238,7 @@ def majority(rows):
   return max(counts.values()) / len(rows)
 
 
-def build_tasks(study, imdb_dir, sst_dir, low_n):
+def build_tasks(study, imdb_dir, sst_dir, low_n, imdb_dev_n=0):
   """The benchmark files; returns {benchmark: {size: data dir}} and the dev majority classes."""
   dirs, majorities, sizes = {}, {}, {}
   sst_train = read_sst2(os.path.join(sst_dir, "train.tsv"))
@@ -235,6 +250,8 @@ def build_tasks(study, imdb_dir, sst_dir, low_n):
   # Interleave the labels' files deterministically so a file-order read is not all neg first.
   for split in imdb:
     random.Random(1).shuffle(imdb[split])
+  if imdb_dev_n:  # a fixed draw of the test reviews (evaluating all 25,000 costs more than training)
+    imdb["test"] = low_data(imdb["test"], imdb_dev_n, seed=2)
   dirs["sst2"], dirs["imdb"] = {}, {}
   for size, train in (("low", low_data(sst_train, low_n)), ("full", sst_train)):
     d = study.path("tasks", f"sst2_{size}")
@@ -330,8 +347,8 @@ def read_results(path):
 
 def finetune(study, s, config, spm, bench, data_dir, name, steps, seed, lr, init=None):
   """One run_classifier.py run; returns its dev accuracy."""
-  if init and study.random_only:
-    return float("nan")
+  if (init and study.random_only) or (not init and study.pretrained_only):
+    return float("nan")  # the other part's run (parts run side by side)
   out = study.path("finetune", name)
   seq = s["seq"][bench]
   cache = study.path("features", f"{os.path.basename(data_dir)}_{os.path.basename(spm)}_"
@@ -437,7 +454,8 @@ def main(argv=None):
   spm = train_vocab(study, s, corpus, "imdb")
   config = write_config(study, s, s["vocab"])
   records = pretraining_records(study, s, corpus, spm, "imdb")
-  tasks, majorities, sizes = build_tasks(study, args.imdb_dir, args.sst2_dir, s["low_n"])
+  tasks, majorities, sizes = build_tasks(study, args.imdb_dir, args.sst2_dir, s["low_n"],
+                                          s["imdb_dev_n"])
 
   if args.part == "prepare":
     study.say("prepared: corpus, vocabulary, pretraining records, benchmark files")
@@ -449,9 +467,18 @@ def main(argv=None):
       commands=study.commands, main=[], ablation=[])
 
   def save():
-    if study.random_only:
+    if study.random_only or study.pretrained_only:
       return
-    result["seconds_total"] = round(time.time() - started)
+    result["seconds_this_invocation"] = round(time.time() - started)
+    # When the steps ran (a resumed or split study ran them in earlier invocations): the first
+    # and the last step log written.
+    logs = [os.path.getmtime(p) for p in glob.glob(study.path("logs", "*.log"))]
+    if logs:
+      result["steps_finished_utc"] = [
+          datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+          for t in (min(logs), max(logs))]
+    if os.environ.get("DP_NOTE"):
+      result["note"] = os.environ["DP_NOTE"]
     result["load_at_end"] = load()
     os.makedirs(os.path.dirname(results_path), exist_ok=True)
     with open(results_path, "w", encoding="utf-8") as f:
@@ -462,7 +489,10 @@ def main(argv=None):
               f"{load_start} at start)\n\n")
       f.write(markdown(result))
 
-  study.random_only = args.part == "random"
+  # Side by side on one work dir: --part=random runs the random-initialisation runs of the main
+  # study and the ablation while the pretraining runs; DP_ONLY=pretrained the others after it.
+  study.random_only = args.part == "random" or os.environ.get("DP_ONLY") == "random"
+  study.pretrained_only = os.environ.get("DP_ONLY") == "pretrained"
   if args.part == "pretrain":
     pretrain(study, s, config, records, "imdb", s["pretrain_steps"])
     return 0

@@ -57,7 +57,7 @@ def study(tmp_path_factory):
              DP_SIZES="low", DP_BENCHMARKS="sst2", DP_RESULTS=str(results), PYTHON=sys.executable)
   proc = subprocess.run([sys.executable, SCRIPT, str(imdb), str(sst), str(root / "work"),
                          "--part=main"], cwd=REPO, env=env, capture_output=True, text=True,
-                        timeout=600)
+                        timeout=1800)
   assert proc.returncode == 0, proc.stdout + proc.stderr
   return root, json.loads(results.read_text()), results
 

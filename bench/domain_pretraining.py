@@ -27,8 +27,8 @@ adds, on the low-data SST-2 set: a docstring-corpus pretraining (albert_tf.cli.b
 the quickstart) with its own vocabulary and the same corpus with the IMDB vocabulary, each
 DP_ABL_PRETRAIN_STEPS steps, beside the main IMDB pretraining's checkpoint at that step; random
 initialisation with each vocabulary; then a fine-tuning learning-rate sweep (DP_ABL_LRS) and
-DP_ABL_LONG_FACTOR times longer fine-tuning, docstring checkpoint against random initialisation
-(seeds DP_ABL_RECIPE_SEEDS).
+DP_ABL_LONG_FACTOR times longer fine-tuning, docstring checkpoint against random initialisation,
+and the main IMDB checkpoint at the sweep's highest LR (seeds DP_ABL_RECIPE_SEEDS).
 
 Parts run side by side on one work dir (2 cores go further that way): --part=prepare (data),
 --part=pretrain, --part=random (every random-initialisation run, needing no checkpoint, while
@@ -576,6 +576,11 @@ def ablation(study, s, args, imdb_spm, config, tasks, result, save):
     arm("doc-doc", f"docstrings, {steps} steps", "docstring", doc_spm,
         ckpts["docstring corpus, docstring vocab"], lr, base, recipe_seeds)
     arm("random-docvocab", "none", "docstring", doc_spm, None, lr, base, recipe_seeds)
+  # The in-domain checkpoint (the main run's) at the sweep's highest LR, beside random init.
+  lr = max(s["abl_lrs"])
+  arm("imdb-main", f"IMDB, {s['pretrain_steps']} steps", "IMDB", imdb_spm,
+      study.path("pretrain", "imdb"), lr, base, recipe_seeds)
+  arm("random-imdbvocab", "none", "IMDB", imdb_spm, None, lr, base, recipe_seeds)
   long_steps = base * s["abl_long_factor"]
   arm("doc-doc", f"docstrings, {steps} steps", "docstring", doc_spm,
       ckpts["docstring corpus, docstring vocab"], s["lr"], long_steps, recipe_seeds)

@@ -161,6 +161,7 @@ class Trainer:
       self._eval_step_counter = tf.Variable(0, dtype=tf.int64, trainable=False,
                                             name="global_step")
     self._built = False
+    self._train_pipelines = {}  # (global batch, input pipeline id) -> the task's train dataset
     self._aux_keys = []
     self._train_fn = None
     self._stop_read_in_graph = False
@@ -396,7 +397,7 @@ class Trainer:
 
     return train_loop
 
-  def _train_dataset(self, train_batch_size):
+  def _train_dataset(self, train_batch_size, skip=0):
     """Every input pipeline's training batches, through `distribute_datasets_from_function`.
 
     Each input pipeline (one per worker, or per host of a TPU pod: `tf.distribute.InputContext`)
@@ -407,36 +408,37 @@ class Trainer:
     per-replica batch per local replica (replica r takes the r-th slice), shapes kept static;
     the replica step cuts it into its accumulation micro-batches (`_micro_batches`).
 
-    Returns (distributed dataset, element spec of a pipeline's batches, skip(n)): skip(n) makes
-    every pipeline skip its first n batches when an iterator is next made (the resume).
+    Args:
+      train_batch_size: the global batch.
+      skip: batches each pipeline skips first (a resume goes on where the saved run stopped).
+    Returns:
+      (distributed dataset, element spec of a pipeline's batches). A second call (the resume's
+      skip) reuses the task's pipelines of the first (its file checks run once).
     """
-    specs, skips = [], []
+    specs = []
+    built = self._train_pipelines
 
     def dataset_fn(ctx):
       per_replica = ctx.get_per_replica_batch_size(train_batch_size)
       local_replicas = ctx.num_replicas_in_sync // ctx.num_input_pipelines
-      batches = self.task.build_inputs("train", per_replica * local_replicas, ctx)
-      specs.append(batches.element_spec)
-      # Read when an iterator starts (after the resume has restored the position); made here
-      # so that it lives beside the pipeline (a pod host's CPU).
-      skip = tf.Variable(0, dtype=tf.int64, trainable=False)
-      skips.append(skip)
-      dataset = tf.data.Dataset.from_tensors(0).flat_map(
-          lambda _: batches.skip(skip.read_value()))
+      key = (train_batch_size, ctx.input_pipeline_id)
+      if key not in built:  # (made on the pipeline's host: dataset_fn runs there)
+        built[key] = self.task.build_inputs("train", per_replica * local_replicas, ctx)
+      dataset = built[key]
+      specs.append(dataset.element_spec)
+      if skip:
+        dataset = dataset.skip(skip)
       if local_replicas > 1:
-        dataset = dataset.rebatch(per_replica, drop_remainder=True)
-      return dataset.prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.rebatch(per_replica, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+      return dataset
 
     dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
-
-    def skip(batches):
-      for variable in skips:
-        variable.assign(batches)
-    return dataset, specs[0], skip
+    return dataset, specs[0]
 
   def _train_dataset_iterator(self, train_batch_size):
-    """(iterator over per-replica [K, b, ...] elements, element spec of a pipeline's batches)."""
-    dataset, element_spec, _ = self._train_dataset(train_batch_size)
+    """(iterator over per-replica [K * b, ...] elements, element spec of a pipeline's
+    batches)."""
+    dataset, element_spec = self._train_dataset(train_batch_size)
     return iter(dataset), element_spec
 
   def _steps_to_next_event(self, step, num_train_steps):
@@ -458,7 +460,7 @@ class Trainer:
     """
     self._check_train_arguments(train_batch_size)
     tf.io.gfile.makedirs(self.output_dir)
-    dataset, element_spec, skip_batches = self._train_dataset(train_batch_size)
+    dataset, element_spec = self._train_dataset(train_batch_size)
     self._ensure_built(element_spec)
     saves = checkpointing.TrainingCheckpoints(
         self.output_dir, self._checkpoint(),
@@ -473,7 +475,8 @@ class Trainer:
         self._log(f"note: {self.task.name}: no --init_checkpoint or --albert_hub_module_handle: "
                   "training from random initialisation, not from a pretrained model")
       self.task.initialize(self.model)
-    skip_batches(saves.input_batches_to_skip)
+    if saves.input_batches_to_skip:
+      dataset, _ = self._train_dataset(train_batch_size, skip=saves.input_batches_to_skip)
     iterator = iter(dataset)
     signals = self.stop_signals
     if self._train_fn is None:

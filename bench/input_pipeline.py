@@ -5,21 +5,21 @@ built by `strategy.distribute_datasets_from_function` from a `tf.distribute.Inpu
 batches cut into one [K, b, ...] element per local replica in the pipeline. "client" is the
 input before it: one pipeline of the whole global batch iterated on the client, split between
 the replicas inside the step by `experimental_distribute_values_from_function`. With several
-devices, "per_replica_parsing" is the per-host input batched (parsed, checked) at the
-per-replica size instead of the host's, as a first attempt had it.
+devices and --per_replica_parsing, "per_replica_parsing" is the per-host input batched (parsed,
+checked) at the per-replica size instead of the host's, as a first attempt had it.
 
 Both read the same official-format pretraining TFRecords (ALBERT-base shapes: sequence 128, 20
 predictions, random ids) through the same `PretrainingTask.build_inputs` (every record
 checked), and feed the same consumer: a compiled loop whose replicas only sum every feature
-(no model), so the input is all that is timed. Each round makes a fresh iterator, takes
---steps_per_round steps from its cold start and drops it: a live iterator of the other input
-would fill its prefetch buffers in the background, taking the CPU from the one timed and
-handing its own next round a head start. Rounds of each are interleaved in one process per
-device count: 1 device (the default strategy) and 8 logical CPU devices under
+(no model), so the input is all that is timed. Each round makes a fresh iterator of each input
+in turn, runs --warmup_steps untimed (start-up, buffers filled), times --steps_per_round steps
+and drops it before the next: a live iterator of the other input would fill its prefetch
+buffers in the background, taking the CPU from the one timed. Rounds are interleaved in one
+process per device count: 1 device (the default strategy) and 8 logical CPU devices under
 MirroredStrategy (a v3-8's core count). Writes bench/results/input_pipeline.json with the CPU,
 the date and the load before and after.
 
-Run: .venv/bin/python bench/input_pipeline.py [--rounds 6 --steps_per_round 150]
+Run: .venv/bin/python bench/input_pipeline.py [--rounds 6 --steps_per_round 150 --per_replica_parsing]
 """
 
 import datetime
@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,6 +44,8 @@ flags.DEFINE_integer("num_files", 4, "Input TFRecord files.")
 flags.DEFINE_integer("records_per_file", 2000, "Records per file.")
 flags.DEFINE_integer("rounds", 6, "Interleaved timing rounds.")
 flags.DEFINE_integer("steps_per_round", 150, "Steps per round and input.")
+flags.DEFINE_integer("warmup_steps", 30, "Untimed steps of each fresh iterator.")
+flags.DEFINE_bool("per_replica_parsing", False, "Also time parsing at the per-replica batch.")
 flags.DEFINE_list("devices", ["1", "8"], "Logical CPU device counts, one process each.")
 flags.DEFINE_string("output", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                            "input_pipeline.json"), "Results file.")
@@ -116,12 +119,21 @@ def _measure_child(devices, files):
   runs = {"client": (loop(client_step),
                      task.build_inputs("train", batch, tf.distribute.InputContext())),
           "per_host": (loop(per_host_step), trainer._train_dataset(batch)[0])}  # pylint: disable=protected-access
-  if devices > 1:
+  if devices > 1 and FLAGS.per_replica_parsing:
     runs["per_replica_parsing"] = (
         loop(per_host_step), strategy.distribute_datasets_from_function(per_replica_parsing))
-  calls = {name: (lambda fn=fn, dataset=dataset: fn(iter(dataset), steps).numpy())
-           for name, (fn, dataset) in runs.items()}
-  times = common.time_interleaved(calls, FLAGS.rounds, warmup=2)
+  warmup = tf.constant(FLAGS.warmup_steps)
+  times = {name: [] for name in runs}
+  for r in range(FLAGS.rounds):
+    names = list(runs)[r % len(runs):] + list(runs)[:r % len(runs)]
+    for name in names:
+      fn, dataset = runs[name]
+      iterator = iter(dataset)
+      fn(iterator, warmup).numpy()
+      start = time.perf_counter()
+      fn(iterator, steps).numpy()
+      times[name].append((time.perf_counter() - start) * 1000)
+      del iterator
   examples = FLAGS.steps_per_round * batch
   out = {name: dict(common.summarize(ms), ms=[round(t, 2) for t in ms],
                     examples_per_second=round(examples / (common.summarize(ms)["median"] / 1e3)))
@@ -148,7 +160,7 @@ def main(_):
               f"--child_files={','.join(files)}"] + [
                   f"--{name}={getattr(FLAGS, name)}" for name in (
                       "global_batch", "seq_length", "num_predictions", "rounds",
-                      "steps_per_round")]
+                      "steps_per_round", "warmup_steps", "per_replica_parsing")]
       proc = subprocess.run(args, capture_output=True, text=True, check=False)
       if proc.returncode:
         sys.exit(f"{devices} devices failed:\n{proc.stderr[-3000:]}")
@@ -159,7 +171,7 @@ def main(_):
       timespec="seconds"), load_before=load_before, load_after=common.uptime(),
       settings={name: getattr(FLAGS, name) for name in (
           "global_batch", "seq_length", "num_predictions", "num_files", "records_per_file",
-          "rounds", "steps_per_round")},
+          "rounds", "steps_per_round", "warmup_steps")},
       results=results)
   os.makedirs(os.path.dirname(FLAGS.output), exist_ok=True)
   with open(FLAGS.output, "w", encoding="utf-8") as f:

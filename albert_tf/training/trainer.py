@@ -403,8 +403,8 @@ class Trainer:
     Each input pipeline (one per worker, or per host of a TPU pod: `tf.distribute.InputContext`)
     reads its share of the files, or of the records when files are fewer than pipelines (the
     task's `build_inputs`), in batches of its local replicas' share of the global batch:
-    parsing and checking big batches is cheaper (per-replica batches measured 0.42x the input
-    throughput on 8 devices, bench/input_pipeline.py). Each batch is cut into one element of the
+    parsing and checking big batches is cheaper (bench/input_pipeline.py --per_replica_parsing
+    times per-replica batches). Each batch is cut into one element of the
     per-replica batch per local replica (replica r takes the r-th slice), shapes kept static;
     the replica step cuts it into its accumulation micro-batches (`_micro_batches`).
 

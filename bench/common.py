@@ -41,6 +41,38 @@ def synthetic_pretraining_batch(batch, seq, preds, vocab, seed=0):
   return features, labels
 
 
+def write_pretraining_records(directory, vocab_size, seq, preds, num_files, records_per_file):
+  """Official-format pretraining TFRecord files of random records (ids in range); returns
+  their paths."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+  paths = []
+  for i in range(num_files):
+    features, labels = synthetic_pretraining_batch(records_per_file, seq, preds, vocab_size,
+                                                   seed=i)
+    path = os.path.join(directory, f"pretrain-{i}.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+      for r in range(records_per_file):
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": ints(features["input_ids"][r]),
+            "input_mask": ints(features["input_mask"][r]),
+            "segment_ids": ints(features["segment_ids"][r]),
+            "token_boundary": ints(np.ones(seq, np.int64)),
+            "masked_lm_positions": ints(features["masked_lm_positions"][r]),
+            "masked_lm_ids": ints(labels["masked_lm_ids"][r]),
+            "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+                value=labels["masked_lm_weights"][r])),
+            "next_sentence_labels": ints([labels["next_sentence_labels"][r]]),
+        }))
+        writer.write(example.SerializeToString())
+    paths.append(path)
+  return paths
+
+
 def build_our_pretraining_step(config, features, labels, batch, seq_length, num_predictions,
                                **trainer_kwargs):
   """Our Trainer's train loop (MLM + SOP, global-norm clip, official LAMB) on one in-memory

@@ -25,7 +25,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from albert_tf.config import AlbertConfig  # noqa: E402
@@ -41,36 +40,6 @@ flags.DEFINE_integer("records_per_file", 2000, "Records per file.")
 flags.DEFINE_integer("pipeline_batches", 400, "Batches per round of the pipeline-only timing.")
 flags.DEFINE_string("work_dir", None, "Where the records go (default: a temporary directory).")
 FLAGS = flags.FLAGS
-
-
-def write_records(directory, vocab_size):
-  """Official-format pretraining records (random ids in range). Returns the file paths."""
-  seq, preds = FLAGS.seq_length, FLAGS.num_predictions
-
-  def ints(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-  paths = []
-  for i in range(FLAGS.num_files):
-    features, labels = common.synthetic_pretraining_batch(
-        FLAGS.records_per_file, seq, preds, vocab_size, seed=i)
-    path = os.path.join(directory, f"pretrain-{i}.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-      for r in range(FLAGS.records_per_file):
-        example = tf.train.Example(features=tf.train.Features(feature={
-            "input_ids": ints(features["input_ids"][r]),
-            "input_mask": ints(features["input_mask"][r]),
-            "segment_ids": ints(features["segment_ids"][r]),
-            "token_boundary": ints(np.ones(seq, np.int64)),
-            "masked_lm_positions": ints(features["masked_lm_positions"][r]),
-            "masked_lm_ids": ints(labels["masked_lm_ids"][r]),
-            "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-                value=labels["masked_lm_weights"][r])),
-            "next_sentence_labels": ints([labels["next_sentence_labels"][r]]),
-        }))
-        writer.write(example.SerializeToString())
-    paths.append(path)
-  return paths
 
 
 def make_dataset(files, config, check_records):
@@ -150,7 +119,9 @@ def main(argv):
 
 def run(work_dir):
   config = AlbertConfig(**common.ALBERT_BASE)
-  files = write_records(work_dir, config.vocab_size)
+  files = common.write_pretraining_records(
+      work_dir, config.vocab_size, FLAGS.seq_length, FLAGS.num_predictions, FLAGS.num_files,
+      FLAGS.records_per_file)
   print(f"CPU: {common.cpu_model()} ({os.cpu_count()} cores); {common.uptime()}")
   print(f"ALBERT-base pretraining, batch {FLAGS.batch_size}, seq {FLAGS.seq_length}, "
         f"{FLAGS.num_predictions} predictions; {FLAGS.num_files} files x "

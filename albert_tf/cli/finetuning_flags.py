@@ -210,7 +210,7 @@ def sentence_task_values(source, f=FLAGS):
               spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
               dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f),
-              shuffle_train_input=f.shuffle_train_input)
+              shuffle_train_input=f.shuffle_train_input, shuffle_seed=f.seed)
 
 
 def bucket_boundaries(f=FLAGS):

@@ -39,6 +39,9 @@ class SentenceTaskConfig:
   bucket_boundaries: Optional[Tuple[int, ...]] = None
   # False: training features in file order (--shuffle_train_input=false), to reproduce a run.
   shuffle_train_input: bool = True
+  # The training shuffle's seed (--seed; None: random): a resumed run skips the batches already
+  # trained on, so the same seed gives it the same order.
+  shuffle_seed: Optional[int] = None
 
   def __post_init__(self):
     if isinstance(self.albert_config, str):

@@ -104,7 +104,8 @@ class ClassificationTask(SentenceTaskData, Task):
     return classifier_features.make_dataset(
         path, self.max_seq_length, mode, batch_size, is_regression=self.is_regression,
         input_context=input_context, bucket_boundaries=self.params.bucket_boundaries,
-        shuffle=self.params.shuffle_train_input, **self.record_bounds())
+        shuffle=self.params.shuffle_train_input, seed=self.params.shuffle_seed,
+        **self.record_bounds())
 
   # ------------------------------------------------------------------ model
   def build_model(self):

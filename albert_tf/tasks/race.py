@@ -89,7 +89,8 @@ class RaceTask(SentenceTaskData, Task):
     dataset = classifier_features.make_dataset(
         path, self.max_seq_length, mode, batch_size, num_choices=self.num_choices,
         input_context=input_context, bucket_boundaries=self.params.bucket_boundaries,
-        shuffle=self.params.shuffle_train_input, **self.record_bounds())
+        shuffle=self.params.shuffle_train_input, seed=self.params.shuffle_seed,
+        **self.record_bounds())
     if mode == "train":
       return dataset
     # Eval/predict: attach each example's level (0 middle, 1 high) for the per-level accuracy.

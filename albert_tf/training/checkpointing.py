@@ -224,14 +224,19 @@ class TrainingCheckpoints:
   The chief writes `tf.train.Checkpoint(model, optimizer, global_step)` as `ckpt-<step>` into
   output_dir (tf.train.CheckpointManager: files appear index last, so a reader never sees half
   a save); other workers take part in every save (MultiWorkerMirroredStrategy needs them to)
-  into a scratch dir they remove. Each worker saves the position of its input pipeline as
+  into a scratch dir they remove. Each worker saves the position of its input pipelines as
   `train_input_state/worker_<i>/ckpt-<step>` first, then (after a barrier) the model is saved:
   a model checkpoint never exists without the input position that goes with it.
+
+  The input position is a count: the batches each input pipeline of the worker has given since
+  the input began (one per pipeline and step). Distributed iterators cannot be saved (and
+  `tf.distribute` keeps elements in flight), so a resumed run's pipelines skip that many batches
+  of the same reproducible stream (`input_batches_to_skip`) and go on with the batch the
+  interrupted run would have taken next.
 
   Args:
     output_dir: the run's --output_dir.
     checkpoint: tf.train.Checkpoint of the model, optimizer and global step.
-    iterator: the training input iterator (its position is saved and restored).
     input_signature: what a saved position is valid for (batch size, workers, batch shapes); a
       position saved for another signature is not restored (the input restarts, with a note).
     worker_id, is_chief: this process's place in the cluster.
@@ -240,7 +245,7 @@ class TrainingCheckpoints:
     log: callable printing one line (the chief's console).
   """
 
-  def __init__(self, output_dir, checkpoint, iterator, input_signature, worker_id=0,
+  def __init__(self, output_dir, checkpoint, input_signature, worker_id=0,
                is_chief=True, keep_checkpoint_max=None, barrier=lambda: None, log=print):
     self.output_dir = output_dir
     self.checkpoint = checkpoint
@@ -250,7 +255,11 @@ class TrainingCheckpoints:
     self._barrier = barrier
     self._log = log
     self._keep = keep_checkpoint_max
-    self._input_checkpoint = tf.train.Checkpoint(iterator=iterator)
+    # Batches given per input pipeline since the input began, as of the last save.
+    self._input_position = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self._input_checkpoint = tf.train.Checkpoint(batches_per_pipeline=self._input_position)
+    # (batches per pipeline, global step) at the restore: each later step adds one batch.
+    self._position_at_start = (0, 0)
     self.input_dir = os.path.join(output_dir, _INPUT_STATE_DIR, f"worker_{worker_id}")
     self._manager = self._input_manager = None
     self.last_saved = None
@@ -278,6 +287,7 @@ class TrainingCheckpoints:
     """
     latest = resume_checkpoint(self.output_dir, repair=self.is_chief)
     self._make_managers()
+    self._position_at_start = (0, step_of())
     if latest is None:
       return False
     if formats.detect(latest).name != formats.TF2:
@@ -293,10 +303,17 @@ class TrainingCheckpoints:
     self.last_saved = latest
     step = step_of()
     restored = self._restore_input(step)
+    self._position_at_start = (int(self._input_position.numpy()) if restored else 0, step)
     detail = ("input position restored" if restored else
               "input restarts from the beginning: no matching saved position for this worker")
     self._log(f"Resuming from {latest} at step {step} ({detail})")
     return True
+
+  @property
+  def input_batches_to_skip(self):
+    """How many batches each input pipeline skips to go on where the saved run stopped (0 for a
+    fresh start or a restarted input)."""
+    return self._position_at_start[0]
 
   def _restore_input(self, step):
     path = os.path.join(self.input_dir, f"ckpt-{step}")
@@ -331,6 +348,8 @@ class TrainingCheckpoints:
         checkpoint is named and untouched.
     """
     prefix = os.path.join(self.output_dir, f"ckpt-{step}")
+    batches, start_step = self._position_at_start
+    self._input_position.assign(batches + step - start_step)
     try:
       self._input_manager.save(checkpoint_number=step)
       fileio.write_json(os.path.join(self.input_dir, _INPUT_SIGNATURE_FILE),

@@ -199,7 +199,8 @@ def _run_locked(task, cfg, runtime, strategy):
   with preemption.StopSignals() as stop_signals:
     with output_lock.hold(cfg.output_dir, enabled=worker_info(strategy)[2]):
       # Inside the lock: it records the run's seed in output_dir.
-      runtime_lib.apply_process_settings(runtime, cfg.output_dir)
+      seed = runtime_lib.apply_process_settings(runtime, cfg.output_dir)
+      _seed_input_order(task, seed, cfg.output_dir)
       try:
         return _run_steps(task, cfg, runtime, strategy, stop_signals)
       except Exception as e:  # pylint: disable=broad-except
@@ -208,6 +209,14 @@ def _run_locked(task, cfg, runtime, strategy):
           # (seen: AttributeError '_type_spec' from nest.flatten while an export traced).
           raise stop_signals.stop_requested() from None
         raise
+
+
+def _seed_input_order(task, seed, output_dir):
+  """A task whose training input shuffles without a seed gets runtime.input_order_seed, so that
+  a resume (or another worker) reads the order the checkpoint's batches came from."""
+  params = getattr(task, "params", None)
+  if params is not None and getattr(params, "shuffle_seed", 0) is None:
+    params.shuffle_seed = runtime_lib.input_order_seed(seed, output_dir)
 
 
 def _run_steps(task, cfg, runtime, strategy, stop_signals):

@@ -11,6 +11,7 @@ stop flag is read and eval padding all ask it (never the flags themselves).
 
 import dataclasses
 import os
+import zlib
 from typing import Optional
 
 from albert_tf.common import fileio, output_layout
@@ -100,6 +101,24 @@ def resolve_seed(seed, deterministic, output_dir):
   if seed is not None and path:
     fileio.write_json(path, {"seed": int(seed), "deterministic": bool(deterministic)})
   return seed
+
+
+def input_order_seed(seed, output_dir):
+  """The training input order's seed when the task was given none: the run's seed, else one
+  derived from the output directory (None without one).
+
+  A resumed run skips the batches its checkpoint already trained on (training/checkpointing.py),
+  which is exact only if it reads the same order again; an unseeded shuffle would draw another.
+  Derived from the directory, the seed is the same on every resume and on every worker of a
+  multi-worker run (they share --output_dir; sharding records after the shuffle needs one
+  order), and two runs in two directories still read different orders.
+  """
+  if seed is not None:
+    return int(seed)
+  if not output_dir:
+    return None
+  path = output_dir if "://" in output_dir else os.path.abspath(output_dir)
+  return zlib.crc32(path.encode("utf-8")) & 0x7FFFFFFF
 
 
 def apply_process_settings(runtime, output_dir=None):

@@ -9,6 +9,7 @@ shuffled with a seed (an epoch is 5 steps of 8), 2 accumulation micro-batches pe
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -108,3 +109,23 @@ def test_mid_epoch_resume_on_four_replicas_sees_the_uninterrupted_examples(tmp_p
   assert result["first"] == result["expected"][:3]
   assert result["then"] == result["expected"][3:]
   assert "at step 3 (input position restored)" in proc.stdout + proc.stderr
+
+
+def test_an_unseeded_training_shuffle_gets_one_seed_per_output_dir(tmp_path):
+  """The resume's skip (above) needs the same order again: a task shuffling without a seed gets
+  one derived from --output_dir (the same for every resume and worker, another for another
+  directory); a seed the user gave wins."""
+  import types  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import runner, runtime  # pylint: disable=g-import-not-at-top
+  first, second = str(tmp_path / "run_a"), str(tmp_path / "run_b")
+  seed = runtime.input_order_seed(None, first)
+  assert isinstance(seed, int) and seed == runtime.input_order_seed(None, first)
+  assert seed == runtime.input_order_seed(None, os.path.relpath(first))
+  assert seed != runtime.input_order_seed(None, second)
+  assert runtime.input_order_seed(5, first) == 5
+  unseeded = types.SimpleNamespace(params=types.SimpleNamespace(shuffle_seed=None))
+  runner._seed_input_order(unseeded, None, first)  # pylint: disable=protected-access
+  assert unseeded.params.shuffle_seed == seed
+  seeded = types.SimpleNamespace(params=types.SimpleNamespace(shuffle_seed=3))
+  runner._seed_input_order(seeded, 9, first)  # pylint: disable=protected-access
+  assert seeded.params.shuffle_seed == 3

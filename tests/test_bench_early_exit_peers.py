@@ -122,15 +122,30 @@ def test_table_and_break_even_against_the_faster_ort_row():
           _row("exit at layer 8", 80, 2 / 3, 0.8, 1.0, 8.0),
           _row("ORT fp32", 100, 5 / 6, 1.0, 1.25), _row("ORT fp32 fused", 80, 2 / 3, 0.8, 1.0)]
   assert early_exit_peers.break_even(rows, 1) == ("ORT fp32 fused", 4)  # 8: not faster (1.0)
-  text = early_exit_peers.markdown(_result(rows))
+  accuracy = {"rows": [{"patience": "full depth", "mean_exit_layer": 12.0},
+                       {"patience": 1, "mean_exit_layer": 2.0, "points_vs_full": -0.7},
+                       {"patience": 2, "mean_exit_layer": 3.1, "points_vs_full": -0.25},
+                       {"patience": 3, "mean_exit_layer": 4.5, "points_vs_full": 0.5}]}
+  goal = early_exit_peers.goal(rows, 1, accuracy)  # patience 1 is 0.7 points off: patience 2,
+  assert (goal["patience"], goal["row"]) == (2, "exit at layer 4")  # 3.1 layers -> the 4 row
+  assert goal["speed_vs_full_depth"] == pytest.approx(3.0)
+  assert (goal["ort"], goal["speed_vs_ort"]) == ("ORT fp32 fused", pytest.approx(2.0))
+  assert early_exit_peers.goal(rows, 1, None) is None
+  result = dict(_result(rows), goals=[goal])
+  text = early_exit_peers.markdown(result)
+  assert "patience 2 is -0.25 points from the full model at mean exit layer 3.10; \"exit at " \
+         "layer 4\" runs 3.00x our full depth and 2.00x ORT fp32 fused" in text
   assert "| 1 | exit at layer 4 | 4.00 | 40.0 | 40.0-40.0 | 3.00x | 2.50x | 2.00x |" in text
   assert "| 1 | full depth | 12 | 120.0 |" in text
   assert "against ORT fp32 fused (the faster ORT fp32 row), early exit is ahead while " \
          "examples leave by layer 4" in text
   assert "ONEDNN_MAX_CPU_ISA" not in text
+  assert "(same weights): batch 1: ORT fp32 1.0e-06." in text
   slow = [dict(r, vs_ort_fp32_fused=2.0) if r["model"].startswith("exit") else r for r in rows]
   assert early_exit_peers.break_even(slow, 1) == ("ORT fp32 fused", None)
   assert "behind at every exit layer timed" in early_exit_peers.markdown(_result(slow))
+  fast = [dict(r, vs_ort_fp32_fused=0.9) if r["model"].startswith("exit") else r for r in rows]
+  assert "ahead at every exit layer timed (up to 8)" in early_exit_peers.markdown(_result(fast))
 
 
 def test_an_isa_cap_says_ort_runs_its_native_kernels():

@@ -167,6 +167,12 @@ def run(shape, work_dir, isa_cap=None, rounds=30, warmup=2, batches=(1, 32), pat
   order = {name: i for i, name in enumerate(fns)}  # ours as built, then ORT, then the garden
   order.update({name: len(order) + i for i, name in enumerate(ORT_ROWS + ("model garden fp32",))})
   rows.sort(key=lambda r: (r["batch"], order.get(r["model"], len(order))))
+  fusions = failures.pop("fusions", {})  # onnx_variants' fusion counts: not a failure
+  accuracy = None
+  if os.path.exists(ACCURACY_FILE):
+    with open(ACCURACY_FILE, encoding="utf-8") as f:
+      accuracy = json.load(f)
+  goals = [g for g in (goal(rows, b, accuracy) for b in batches) if g]
   labels = {"ours": isa["label"], "model garden": isa["label"],
             "ORT": sizes.variant_env("ort", isa)[1]}
   return {"cpu": common.cpu_model(), "cpu_flags": sizes.cpu_flags(), "isa": isa,
@@ -178,7 +184,8 @@ def run(shape, work_dir, isa_cap=None, rounds=30, warmup=2, batches=(1, 32), pat
           "versions": sizes.versions(with_peers), "load_before": load_before,
           "load_after": common.uptime(), "layers": layers, "rows": rows,
           "no_exit_bit_exact": exact, "ort_max_prob_diff": agreement,
-          "mixed_batch_exit_layers": mixed, "failures": failures}
+          "mixed_batch_exit_layers": mixed, "goals": goals,
+          "onnx_fusions": fusions, "failures": failures}
 
 
 def isa_of(model, labels):
@@ -204,6 +211,32 @@ def break_even(rows, batch):
 
 
 REFERENCES_BY_ROW = {row: key for key, row in REFERENCES.items()}
+ACCURACY_FILE = os.path.join(REPO, "bench", "results", "early_exit_accuracy.json")
+
+
+def goal(rows, batch, accuracy, within_points=0.5):
+  """The issue's goal at `batch`, read through the accuracy sweep (`accuracy`: the dict of
+  bench/results/early_exit_accuracy.json): its patience with the fewest layers within
+  `within_points` of the full model; that patience's mean exit layer rounded up to the next
+  timed "exit at layer k" row; that row's speed against our full depth and the faster ORT fp32
+  row. None without a sweep, a timed exit row deep enough, or ORT."""
+  close = [r for r in (accuracy or {}).get("rows", []) if isinstance(r["patience"], int)
+           and r["points_vs_full"] >= -within_points]
+  ort, _ = break_even(rows, batch)
+  if not close or ort is None:
+    return None
+  chosen = min(close, key=lambda r: r["mean_exit_layer"])
+  exits = {int(r["model"].split()[-1]): r for r in rows if r["batch"] == batch
+           and r["status"] == "ok" and r["model"].startswith("exit at layer")}
+  layer = min((k for k in exits if k >= chosen["mean_exit_layer"]), default=None)
+  if layer is None:
+    return None
+  row = exits[layer]
+  return {"batch": batch, "patience": chosen["patience"],
+          "mean_exit_layer": chosen["mean_exit_layer"],
+          "points_vs_full": chosen["points_vs_full"], "row": row["model"],
+          "speed_vs_full_depth": 1 / row["vs_full_depth"], "ort": ort,
+          "speed_vs_ort": 1 / row[REFERENCES_BY_ROW[ort]]}
 
 
 def markdown(result):
@@ -239,15 +272,27 @@ def markdown(result):
     if ort is None:
       lines.append(f"- Batch {batch}: no ORT row was timed.")
     else:
+      deepest = max(int(r["model"].split()[-1]) for r in result["rows"]
+                    if r["batch"] == batch and r["model"].startswith("exit at layer"))
       lines.append(f"- Batch {batch}: against {ort} (the faster ORT fp32 row), early exit is "
-                   + (f"ahead while examples leave by layer {layer} (the deepest "
-                      "\"exit at layer k\" row faster than it)." if layer else
-                      "behind at every exit layer timed."))
+                   + ("behind at every exit layer timed." if layer is None else
+                      f"ahead at every exit layer timed (up to {layer})." if layer == deepest else
+                      f"ahead while examples leave by layer {layer} (the deepest "
+                      "\"exit at layer k\" row faster than it)."))
+  for g in result.get("goals", []):
+    lines.append(
+        f"- Goal (>= 1.5x our full depth at batch 1; ahead of ORT fp32), batch {g['batch']}: "
+        f"the accuracy sweep's patience {g['patience']} is {g['points_vs_full']:+.2f} points "
+        f"from the full model at mean exit layer {g['mean_exit_layer']:.2f}; \"{g['row']}\" "
+        f"runs {g['speed_vs_full_depth']:.2f}x our full depth and {g['speed_vs_ort']:.2f}x "
+        f"{g['ort']} (the sweep's model is the 12-layer H=128 one of "
+        "bench/results/early_exit_accuracy.json: its exit layers stand in for a base model's).")
   lines += [
       f"- Patience {result['layers'] - 1} (no example can leave) answers the full-depth "
       f"export's probabilities bit for bit: {result['no_exit_bit_exact']}.",
-      f"- ORT's largest |probability difference| to our full-depth export (same weights): "
-      f"{result['ort_max_prob_diff'] or 'n/a'}.",
+      "- ORT's largest |probability difference| to our full-depth export (same weights): "
+      + ("; ".join(f"batch {b}: " + ", ".join(f"{n} {d:.1e}" for n, d in diffs.items())
+                   for b, diffs in result["ort_max_prob_diff"].items()) or "n/a") + ".",
       "- The patience rows' exit layers are those of random internal classifiers; a fine-tuned "
       "model's are in bench/results/early_exit_accuracy.json (docs/early_exit.md).",
       "- The model garden row is its encoder + pooler with its own random weights (no head).",
@@ -257,8 +302,11 @@ def markdown(result):
                  "model garden only: ONNX Runtime's MLAS picks its kernels from cpuid (no "
                  "run-time cap exists), so its rows run the native ISA and the ratios to ORT "
                  "are conservative (unfavourable to us) for a real CPU of the capped class.")
+  fused = {op: n for op, n in result.get("onnx_fusions", {}).items() if n}
+  if fused:
+    lines.append("- ORT fp32 fused: " + ", ".join(f"{op} x{n}" for op, n in fused.items()) + ".")
   if result["failures"]:
-    lines.append(f"- Build notes: {result['failures']}")
+    lines.append(f"- Not built: {result['failures']}")
   return "\n".join(lines) + "\n"
 
 

@@ -69,11 +69,15 @@ def test_smoke_records_machine_date_load_and_isa(smoke):
   assert "written: " in proc.stdout and "early_exit.{md,json}" in proc.stdout
 
 
-def test_early_exit_runs_alone():
+@pytest.mark.parametrize("args, message", [
+    (["--sizes=base"], "PEERS_ARGS=--early_exit"),
+    (["--early_exit_size=tiny", "--exit_layers=2,5"], "--exit_layers in 1..4: [5]"),
+    (["--isa=AVX3"], "not a ONEDNN_MAX_CPU_ISA value")])
+def test_bad_flags_are_usage_errors(args, message):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "bench", "peers", "run.py"),
-                         "--early_exit", "--sizes=base"], capture_output=True, text=True,
-                        check=False, timeout=120)
-  assert proc.returncode != 0 and "PEERS_ARGS=--early_exit" in proc.stderr
+                         "--early_exit"] + args, capture_output=True, text=True, check=False,
+                        timeout=120)
+  assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def _times(ms_by_name):

@@ -135,19 +135,31 @@ def not_run_rows(batches, reason):
           for b in batches for name in ORT_ROWS]
 
 
+def settings(shape, isa_cap, patiences, exit_layers):
+  """(ISA record, patiences, exit layers) of a run, the defaults of `shape` for empty lists;
+  ValueError for an unknown ISA cap, a patience < 1 or an exit layer outside 1..L."""
+  isa = sizes.isa_info(sizes.cpu_flags(), isa_cap)
+  layers = SHAPES[shape]["num_hidden_layers"]
+  patiences = patiences or DEFAULT_ROWS[shape][0]
+  exit_layers = exit_layers or DEFAULT_ROWS[shape][1]
+  bad = [p for p in patiences if p < 1] + [k for k in exit_layers if not 1 <= k <= layers]
+  if bad:
+    raise ValueError(f"--patiences must be >= 1 and --exit_layers in 1..{layers}: {bad}")
+  return isa, patiences, exit_layers
+
+
 def run(shape, work_dir, isa_cap=None, rounds=30, warmup=2, batches=(1, 32), patiences=None,
         exit_layers=None, with_peers=None, log=print):
   """The whole bench; returns the result dict (markdown() prints it)."""
-  isa = sizes.isa_info(sizes.cpu_flags(), isa_cap)
+  isa, patiences, exit_layers = settings(shape, isa_cap, patiences, exit_layers)
   set_isa(isa)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.config.threading.set_intra_op_parallelism_threads(torch_peers.THREADS)
   with_peers = sizes.have_peers() if with_peers is None else with_peers
   peers = torch_peers if with_peers else None
-  default_patiences, default_exits = DEFAULT_ROWS[shape]
-  patiences, exit_layers = patiences or default_patiences, exit_layers or default_exits
   config = SHAPES[shape]
   layers = config["num_hidden_layers"]
+  date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
   load_before = common.uptime()
   log(f"CPU {common.cpu_model()}: {isa['label']}; peers "
       f"{'installed' if with_peers else 'absent'}; {load_before}")
@@ -180,17 +192,11 @@ def run(shape, work_dir, isa_cap=None, rounds=30, warmup=2, batches=(1, 32), pat
           "seq": SEQ, "threads": torch_peers.THREADS, "batches": list(batches),
           "settings": {"rounds": rounds, "warmup": warmup,
                        "rounds_at": {str(b): batch_rounds(rounds, b) for b in batches}},
-          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-          "versions": sizes.versions(with_peers), "load_before": load_before,
+          "date": date, "versions": sizes.versions(with_peers), "load_before": load_before,
           "load_after": common.uptime(), "layers": layers, "rows": rows,
           "no_exit_bit_exact": exact, "ort_max_prob_diff": agreement,
           "mixed_batch_exit_layers": mixed, "goals": goals,
           "onnx_fusions": fusions, "failures": failures}
-
-
-def isa_of(model, labels):
-  return labels["ORT"] if model.startswith("ORT") else (
-      labels["model garden"] if "garden" in model else labels["ours"])
 
 
 def _speed(ratio):

@@ -253,11 +253,16 @@ def main_early_exit():
                          "PEERS_ARGS=--early_exit")
   tiny = FLAGS.early_exit_size == "tiny"
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_early_exit_")
+  patiences, exit_layers = [int(p) for p in FLAGS.patiences], [int(k) for k in FLAGS.exit_layers]
+  try:
+    early_exit_peers.settings(FLAGS.early_exit_size, FLAGS.isa, patiences, exit_layers)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from e
   result = early_exit_peers.run(
       FLAGS.early_exit_size, work_dir, FLAGS.isa, rounds=3 if FLAGS.quick else
       FLAGS.early_exit_rounds, warmup=1 if FLAGS.quick else 2,
-      batches=[int(b) for b in FLAGS.early_exit_batches],
-      patiences=[int(p) for p in FLAGS.patiences], exit_layers=[int(k) for k in FLAGS.exit_layers])
+      batches=[int(b) for b in FLAGS.early_exit_batches], patiences=patiences,
+      exit_layers=exit_layers)
   print(early_exit_peers.markdown(result))
   stem = FLAGS.out_name or "early_exit" + (f"_{FLAGS.isa.lower()}" if FLAGS.isa else "")
   # A smoke run (tiny) writes into its work dir: it never overwrites a real result.

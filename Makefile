@@ -45,7 +45,8 @@ $(BENCH_VENV)/.installed: requirements.txt bench/requirements.txt
 
 # The size axis of issue 41 (bench/peers/sizes.py: base/large/xxlarge x seq 128/512 x batch 1/32,
 # each variant in its own subprocess, peak memory, ISA class); PEERS_ARGS= runs the one-process
-# ALBERT-base seq-128 table instead. ARGS adds flags, e.g. ARGS=--isa=AVX2 (see run.py --help).
+# ALBERT-base seq-128 table instead, PEERS_ARGS=--early_exit early exit beside ORT fp32 and the model
+# garden (issue 50). ARGS adds flags, e.g. ARGS=--isa=AVX2 (see run.py --help).
 PEERS_ARGS ?= --sizes=base,large,xxlarge --seq_lens=128,512 --batches=1,32
 
 bench-peers: $(BENCH_VENV)/.installed

@@ -19,7 +19,8 @@ signature, interleaved round by round (bench/common.py):
                     (B); heads made so that at patience 1 A leaves at layer 2 and B runs all 12
                     layers (per-example exit: B's rows run on without A's)
 The answers of `patience 11` (no example can leave early) are checked bit for bit against
-the full-depth export's.
+the full-depth export's. `bench/peers/run.py --early_exit` times the same rows (built by
+build_signatures below) beside ONNX Runtime and the model garden.
 
 accuracy: the run's best checkpoint evaluated on its dev set once at full depth with every
 layer's logits (`layer_logits`); the patience rule (heads/early_exit.py
@@ -39,21 +40,6 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import common  # noqa: E402  pylint: disable=g-import-not-at-top
-
-flags.DEFINE_enum("part", "latency", ["latency", "accuracy"], "What to measure.")
-flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes (latency).")
-flags.DEFINE_integer("seq_length", 128, "Sequence length (latency).")
-flags.DEFINE_integer("rounds", 30, "Timed rounds at batch 1 (a sixth, at least 4, at larger "
-                     "batches).")
-flags.DEFINE_string("patiences", "1,2,3,4,5,6", "Patience values (random internal heads).")
-flags.DEFINE_string("exit_layers", "2,4,6,8,10,12", "Forced exit layers.")
-flags.DEFINE_string("run_dir", None, "accuracy: the fine-tuned early-exit run's --output_dir.")
-flags.DEFINE_string("data_dir", None, "accuracy: its --data_dir (GLUE layout, MRPC).")
-flags.DEFINE_string("spm_model_file", None, "accuracy: its SentencePiece model.")
-flags.DEFINE_integer("max_seq_length", 64, "accuracy: its --max_seq_length.")
-flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp dir).")
-flags.DEFINE_string("output_json", None, "Where the results go (default: "
-                    "bench/results/early_exit_<part>.json).")
 
 FLAGS = flags.FLAGS
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
@@ -78,12 +64,12 @@ def _set_heads(model, constant):
                             np.zeros([2], np.float32))
 
 
-def _mixed_inputs(batch, seq):
+def _mixed_inputs(batch, seq, vocab=30000):
   """Token inputs [batch, seq]: the first half of the rows one random sequence (A), the rest
   another (B), every position real."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(7)
-  a, b = rng.integers(5, 30000, [2, seq])
+  a, b = rng.integers(5, vocab, [2, seq])
   ids = np.stack([a if i < max(1, batch // 2) else b for i in range(batch)])
   return dict(input_ids=ids.astype(np.int32), input_mask=np.ones([batch, seq], np.int32),
               segment_ids=(np.arange(seq)[None] >= seq // 2).astype(np.int32).repeat(batch, 0))
@@ -96,7 +82,7 @@ def _set_mixed_heads(model, seq):
   in a row."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   encoder = model.encoder
-  inputs = _mixed_inputs(2, seq)
+  inputs = _mixed_inputs(2, seq, encoder.config.vocab_size)
   hidden = encoder(inputs, training=False)["encoder_outputs"]
   for layer, head in enumerate(model.early_exit_classifiers.heads, start=1):
     pooled = encoder.pooler(hidden[layer - 1][:, 0, :]).numpy().astype(np.float64)
@@ -111,15 +97,17 @@ def _set_mixed_heads(model, seq):
     head.output_bias.assign(bias)
 
 
-def _latency(work_dir):
-  import numpy as np  # pylint: disable=g-import-not-at-top
+def build_signatures(work_dir, config, seq, patiences, exit_layers, mixed):
+  """Our exports of one random ALBERT (`config`: a dict like common.ALBERT_BASE) at sequence
+  length `seq`, loaded back: the rows of the docstring above ("full depth", "patience p" for p in
+  `patiences` and L - 1, "exit at layer k" for k in `exit_layers`, and "mixed batch" if
+  `mixed`). Returns (the plain classifier, {row name: its `token_ids` signature})."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints import official_names  # pylint: disable=g-import-not-at-top
   from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
   from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  config = AlbertConfig.from_dict(common.ALBERT_BASE)
-  seq = FLAGS.seq_length
+  config = AlbertConfig.from_dict(config)
   layers = config.num_hidden_layers
   plain = AlbertClassifier(config, 2)
   model = AlbertClassifier(config, 2, early_exit="patience")
@@ -136,39 +124,75 @@ def _latency(work_dir):
 
   fns = {"full depth": export("full")}
   _set_heads(model, constant=False)
-  patiences = [int(p) for p in FLAGS.patiences.split(",")]
   for p in patiences:
     fns[f"patience {p}"] = export(f"patience_{p}", p)
   fns[f"patience {layers - 1}"] = export("patience_no_exit", layers - 1)
   _set_heads(model, constant=True)
-  exit_layers = [int(k) for k in FLAGS.exit_layers.split(",")]
   for k in exit_layers:
     fns[f"exit at layer {k}"] = export(f"exit_{k}", k - 1)
-  batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
-  if max(batch_sizes) > 1:
+  if mixed:
     _set_mixed_heads(model, seq)
     fns["mixed batch"] = export("mixed", 1)
+  return plain, fns
+
+
+def signature_calls(fns, batch, seq, vocab=30000):
+  """({row name: call()} of build_signatures' exports on one batch of _mixed_inputs (the mixed
+  batch only at batch > 1), the batch as numpy arrays)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  arrays = _mixed_inputs(batch, seq, vocab)
+  inputs = {k: tf.constant(v) for k, v in arrays.items()}
+  calls = {name: (lambda f=fn: f(**inputs)) for name, fn in fns.items()
+           if batch > 1 or name != "mixed batch"}
+  return calls, arrays
+
+
+def check_outputs(calls, layers):
+  """Each call's outputs once, as numpy ({name: {output: array}}), and whether `patience L-1`
+  (no example can leave early) answers the full-depth export's probabilities bit for bit."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  outputs = {name: {k: v.numpy() for k, v in call().items()} for name, call in calls.items()}
+  exact = bool(np.array_equal(outputs["full depth"]["probabilities"],
+                              outputs[f"patience {layers - 1}"]["probabilities"]))
+  return outputs, exact
+
+
+def latency_rows(times, batch, rounds, outputs, references=None):
+  """One row per timed model: its median/p10/p90/min ms, `vs_full_depth` and `speedup` (the
+  median of per-round ratios to "full depth"), for each {key: reference row} of `references`
+  the same ratio to that row (when it was timed), and the mean exit layer of its outputs."""
+  rows = []
+  for name, ms in times.items():
+    vs_full = common.paired_ratio(ms, times["full depth"])
+    row = dict(batch=batch, model=name, rounds=rounds, **common.summarize(ms),
+               vs_full_depth=vs_full, speedup=1.0 / vs_full)
+    for key, reference in (references or {}).items():
+      if reference in times:
+        row[key] = common.paired_ratio(ms, times[reference])
+    if "exit_layer" in outputs.get(name, {}):
+      row["mean_exit_layer"] = float(outputs[name]["exit_layer"].mean())
+    rows.append(row)
+  return rows
+
+
+def _latency(work_dir):
+  seq = FLAGS.seq_length
+  layers = common.ALBERT_BASE["num_hidden_layers"]
+  batch_sizes = [int(b) for b in FLAGS.batch_sizes.split(",")]
+  _, fns = build_signatures(work_dir, common.ALBERT_BASE, seq,
+                            [int(p) for p in FLAGS.patiences.split(",")],
+                            [int(k) for k in FLAGS.exit_layers.split(",")],
+                            mixed=max(batch_sizes) > 1)
   results = {"rows": [], "machine": _machine(), "seq_length": seq, "layers": layers}
   for batch in batch_sizes:
     rounds = FLAGS.rounds if batch == 1 else max(4, FLAGS.rounds // 6)
-    inputs = {k: tf.constant(v) for k, v in _mixed_inputs(batch, seq).items()}
-    calls = {name: (lambda f=fn: f(**inputs)) for name, fn in fns.items()
-             if batch > 1 or name != "mixed batch"}
-    outputs = {name: {k: v.numpy() for k, v in call().items()} for name, call in calls.items()}
+    calls, _ = signature_calls(fns, batch, seq)
+    outputs, exact = check_outputs(calls, layers)
     if "mixed batch" in outputs:
       results.setdefault("mixed_batch_exit_layers", {})[str(batch)] = (
           outputs["mixed batch"]["exit_layer"].tolist())
-    full = outputs["full depth"]
-    same = outputs[f"patience {layers - 1}"]
-    exact = bool(np.array_equal(full["probabilities"], same["probabilities"]))
     times = common.time_interleaved(calls, rounds, warmup=2)
-    for name, ms in times.items():
-      row = dict(batch=batch, model=name, rounds=rounds, **common.summarize(ms),
-                 vs_full_depth=common.paired_ratio(ms, times["full depth"]),
-                 speedup=1.0 / common.paired_ratio(ms, times["full depth"]))
-      if "exit_layer" in outputs[name]:
-        row["mean_exit_layer"] = float(outputs[name]["exit_layer"].mean())
-      results["rows"].append(row)
+    results["rows"] += latency_rows(times, batch, rounds, outputs)
     results.setdefault("no_exit_bit_exact", {})[str(batch)] = exact
   results["uptime_after"] = common.uptime()
   return results
@@ -218,6 +242,25 @@ def _accuracy():
           "run_dir": run_dir, "run_eval_through_the_loop": loop, "machine": _machine()}
 
 
+def _define_flags():
+  """The script's flags (defined only when it runs as a script: bench/peers/early_exit_peers.py
+  imports its functions into a process with flags of its own)."""
+  flags.DEFINE_enum("part", "latency", ["latency", "accuracy"], "What to measure.")
+  flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes (latency).")
+  flags.DEFINE_integer("seq_length", 128, "Sequence length (latency).")
+  flags.DEFINE_integer("rounds", 30, "Timed rounds at batch 1 (a sixth, at least 4, at larger "
+                       "batches).")
+  flags.DEFINE_string("patiences", "1,2,3,4,5,6", "Patience values (random internal heads).")
+  flags.DEFINE_string("exit_layers", "2,4,6,8,10,12", "Forced exit layers.")
+  flags.DEFINE_string("run_dir", None, "accuracy: the fine-tuned early-exit run's --output_dir.")
+  flags.DEFINE_string("data_dir", None, "accuracy: its --data_dir (GLUE layout, MRPC).")
+  flags.DEFINE_string("spm_model_file", None, "accuracy: its SentencePiece model.")
+  flags.DEFINE_integer("max_seq_length", 64, "accuracy: its --max_seq_length.")
+  flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp dir).")
+  flags.DEFINE_string("output_json", None, "Where the results go (default: "
+                      "bench/results/early_exit_<part>.json).")
+
+
 def main(_):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   del tf
@@ -246,4 +289,5 @@ def main(_):
 
 
 if __name__ == "__main__":
+  _define_flags()
   app.run(main)

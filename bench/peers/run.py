@@ -23,6 +23,11 @@ torch (fp32, and bf16 under torch.autocast).
 
 Writes bench/peers/results/latest.{md,json}.
 
+With --early_exit (issue 50; bench/peers/early_exit_peers.py) early exit runs beside ORT fp32
+and the model garden instead: our full-depth export, patience 1..6 and "exit at layer k" rows,
+ORT fp32 (plain and fused), the model garden, batch 1 and 32, written to
+bench/peers/results/early_exit[_<isa>].{md,json}; `--early_exit_size=tiny` is a smoke run.
+
 With --sizes (the default of `make bench-peers`; issue 41) the size axis runs instead:
 bench/peers/sizes.py (ALBERT-base/-large/-xxlarge x seq 128/512 x batch 1/32, each variant in
 its own subprocess with its peak memory, the CPU's ISA class, --isa=AVX2 to emulate an older
@@ -57,8 +62,9 @@ flags.DEFINE_list("sizes", [], "ALBERT sizes to run (tiny, base, large, xxlarge)
 flags.DEFINE_list("seq_lens", ["128", "512"], "With --sizes: sequence lengths.")
 flags.DEFINE_list("batches", ["1", "32"], "With --sizes: batch sizes (a batch whose estimated "
                   "peak memory exceeds --mem_gib runs at 8 instead, recorded with the reason).")
-flags.DEFINE_string("isa", None, "With --sizes: ONEDNN_MAX_CPU_ISA for the TensorFlow and torch "
-                    "subprocesses (e.g. AVX2), to play an older CPU class; rows are labelled.")
+flags.DEFINE_string("isa", None, "With --sizes or --early_exit: ONEDNN_MAX_CPU_ISA for "
+                    "TensorFlow (and torch with --sizes), e.g. AVX2, to play an older CPU "
+                    "class; ONNX Runtime has no such cap; rows are labelled.")
 flags.DEFINE_integer("passes", 2, "With --sizes: interleaved passes per cell (one subprocess "
                      "per variant per pass); a cell estimated at over 10 s per call runs 1.")
 flags.DEFINE_integer("calls", 10, "With --sizes: timed calls per subprocess at batch 1 seq "
@@ -67,10 +73,22 @@ flags.DEFINE_float("budget_s", 3600, "With --sizes: one variant subprocess's tim
 flags.DEFINE_float("total_budget_h", 12, "With --sizes: variants not started by then are "
                    "reported as not fitting the bench's time.")
 flags.DEFINE_float("mem_gib", 24, "With --sizes: the machine's memory for the fit estimates.")
-flags.DEFINE_string("out_name", None, "With --sizes: the results' file stem (default sizes, or "
-                    "sizes_<isa> with --isa).")
+flags.DEFINE_string("out_name", None, "With --sizes or --early_exit: the results' file stem "
+                    "(default sizes or early_exit, + _<isa> with --isa).")
 flags.DEFINE_float("assumed_gflops", 100, "With --sizes: sustained GFLOP/s for the printed "
                    "run-time estimate only.")
+# Early exit beside the peers (issue 50; bench/peers/early_exit_peers.py).
+flags.DEFINE_bool("early_exit", False, "Early exit's rows (full depth, patience, exit at layer "
+                  "k) beside ORT fp32 and the model garden, batch 1 and 32; results in "
+                  "results/early_exit[_<isa>].{md,json}. Runs alone (PEERS_ARGS=--early_exit).")
+flags.DEFINE_enum("early_exit_size", "base", ["base", "tiny"], "With --early_exit: ALBERT-base "
+                  "shape, or tiny (a smoke run of the bench; results go to --work_dir).")
+flags.DEFINE_integer("early_exit_rounds", 30, "With --early_exit: timed rounds at batch 1 (a "
+                     "sixth, at least 4, at batch 32); --quick: 3.")
+flags.DEFINE_list("early_exit_batches", ["1", "32"], "With --early_exit: batch sizes.")
+flags.DEFINE_list("patiences", [], "With --early_exit: patience rows (default 1..6; tiny 1,2).")
+flags.DEFINE_list("exit_layers", [], "With --early_exit: forced exit layers (default "
+                  "2,4,..,12; tiny 2,4).")
 
 SEQ = 128
 GOALS = {  # serving: our time / the peer's; training: our step time / the peer's
@@ -224,8 +242,39 @@ def main_sizes():
   print(f"written: {os.path.join(out_dir, stem)}.{{md,json}}")
 
 
+def main_early_exit():
+  """--early_exit: early exit beside ORT and the model garden (bench/peers/early_exit_peers.py),
+  written to results/early_exit[_<isa>].*"""
+  import early_exit_peers  # pylint: disable=g-import-not-at-top
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.WARNING)  # the exports' SavedModel INFO lines
+  if FLAGS.sizes:
+    raise app.UsageError("--early_exit runs alone, without --sizes: make bench-peers "
+                         "PEERS_ARGS=--early_exit")
+  tiny = FLAGS.early_exit_size == "tiny"
+  work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_early_exit_")
+  patiences, exit_layers = [int(p) for p in FLAGS.patiences], [int(k) for k in FLAGS.exit_layers]
+  try:
+    early_exit_peers.settings(FLAGS.early_exit_size, FLAGS.isa, patiences, exit_layers)
+  except ValueError as e:
+    raise app.UsageError(str(e)) from e
+  result = early_exit_peers.run(
+      FLAGS.early_exit_size, work_dir, FLAGS.isa, rounds=3 if FLAGS.quick else
+      FLAGS.early_exit_rounds, warmup=1 if FLAGS.quick else 2,
+      batches=[int(b) for b in FLAGS.early_exit_batches], patiences=patiences,
+      exit_layers=exit_layers)
+  print(early_exit_peers.markdown(result))
+  stem = FLAGS.out_name or "early_exit" + (f"_{FLAGS.isa.lower()}" if FLAGS.isa else "")
+  # A smoke run (tiny) writes into its work dir: it never overwrites a real result.
+  out = early_exit_peers.write(result, work_dir if tiny else os.path.join(HERE, "results"), stem)
+  print(f"written: {out}.{{md,json}}")
+
+
 def main(_):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  if FLAGS.early_exit:
+    main_early_exit()
+    return
   if FLAGS.sizes:
     main_sizes()
     return

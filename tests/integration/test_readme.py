@@ -67,10 +67,10 @@ PYTHON_REWRITES does the same for the snippets: the token id 1374 (of the 30k vo
 of the tiny vocabulary's range.
 
 Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (CI runs it after
-the tests), `make test` and pytest (this suite), `make bench-peers` (hours, its own venv), the
-checkpoint download and its `tar` (no network; `albert_base/` is what they unpack), TF Serving,
-its Docker image, curl and the gRPC client (no `tensorflow_model_server` binary on a test
-machine; `query_savedmodel` queries the same exports instead), the two-machine
+the tests), `make test` and pytest (this suite), `make bench-peers` (minutes to hours, its own
+venv), the checkpoint download and its `tar` (no network; `albert_base/` is what they unpack),
+TF Serving, its Docker image, curl and the gRPC client (no `tensorflow_model_server` binary on a
+test machine; `query_savedmodel` queries the same exports instead), the two-machine
 TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags),
 the keras-hub snippet (Keras 3 and keras-hub, outside the requirements).
 Checked instead to fail with their one line: the TPU flags of docs/distributed_training.md on a
@@ -157,8 +157,8 @@ RECIPE_SQUAD = "--doc_stride=32 --max_query_length=16 --num_train_epochs=1"
 RULES = [
     Rule("make", r"^make (quickstart|test)\b",
          marked="`make quickstart` runs in CI after the tests; `make test` is this suite"),
-    Rule("bench_peers", r"^make bench-peers$",
-         marked="hours on 2 cores, in its own venv (bench/requirements.txt)"),
+    Rule("bench_peers", r"^make bench-peers( PEERS_ARGS=--early_exit)?( ARGS=--isa=AVX2)?$",
+         marked="minutes to hours on 2 cores, in its own venv (bench/requirements.txt)"),
     Rule("pytest", r"^\.venv/bin/python -m pytest ", marked="the suite itself (`make test`)"),
     Rule("activate", r"^source \.venv/bin/activate$"),
     Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",

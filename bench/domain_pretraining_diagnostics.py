@@ -31,7 +31,7 @@ seq 64, batch 32, 300 steps, 10% warmup); a run whose output dir (<work dir>/fin
 holds eval_results.txt is skipped, so finished runs (the study's own tokenised runs, say) can be
 linked in instead of run again: the result file's note says which were. The probe and the
 neighbours (and (e)) are saved to <work dir>/probe.json, neighbours.json (carried_over.json)
-and skipped when there.
+with their inputs and not computed again for the same inputs.
 Results: bench/results/domain_pretraining_diagnostics.{json,md} (DG_RESULTS to change), with the
 machine, date, load and every command. About a minute of CPU without fine-tuning; each
 fine-tuning run about a minute on 2 cores.
@@ -313,14 +313,17 @@ def write_results(result, path):
   dp.write_result_files(result, path, "Domain pretraining diagnostics", markdown)
 
 
-def _cached(path, make):
-  """The json at path, else make() saved there."""
+def _cached(path, inputs, make):
+  """The value saved at path for these inputs (json-able), else make() saved there with them
+  (other inputs, say other checkpoints, are computed again)."""
   if os.path.exists(path):
     with open(path, encoding="utf-8") as f:
-      return json.load(f)
+      saved = json.load(f)
+    if saved.get("inputs") == inputs:
+      return saved["value"]
   value = make()
   with open(path + ".part", "w", encoding="utf-8") as f:
-    json.dump(value, f, indent=2)
+    json.dump(dict(inputs=inputs, value=value), f, indent=2)
   os.replace(path + ".part", path)
   return value
 
@@ -390,18 +393,18 @@ def main(argv=None):
   study.say("linear probe")
   study.commands.append("linear probe: bench/domain_pretraining_diagnostics.py linear_probe "
                         f"{task} (random init, {', '.join(probe_ckpts)})")
-  result["probe"] = _cached(study.path("probe.json"), lambda: linear_probe(
+  result["probe"] = _cached(study.path("probe.json"), [task] + probe_ckpts, lambda: linear_probe(
       config, spm + ".model", task, probe_ckpts, s["seq"]["sst2"]))
   study.say("word embeddings")
   study.commands.append(f"word embeddings: bench/domain_pretraining_diagnostics.py neighbours "
                         f"{checkpoint}")
-  result["embeddings"] = _cached(study.path("neighbours.json"), lambda: neighbours(
+  result["embeddings"] = _cached(study.path("neighbours.json"), checkpoint, lambda: neighbours(
       config, spm + ".model", checkpoint))
   study.commands.append(f"carried over: bench/domain_pretraining_diagnostics.py carried_over "
                         f"{checkpoint}")
   runs = {f"sst2_low_{init}_s{seed}": study.path("finetune", f"sst2_low_{init}_s{seed}")
           for init in ("pretrained", "random") for seed in s["seeds"]}
-  result["carried_over"] = _cached(study.path("carried_over.json"),
+  result["carried_over"] = _cached(study.path("carried_over.json"), [checkpoint, runs],
                                    lambda: carried_over(checkpoint, runs))
   if os.environ.get("DG_NOTE"):
     result["note"] = os.environ["DG_NOTE"]

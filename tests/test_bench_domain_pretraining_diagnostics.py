@@ -11,7 +11,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench import domain_pretraining_diagnostics as dg  # noqa: E402  pylint: disable=wrong-import-position
+from bench import domain_pretraining_diagnostics as dg  # noqa: E402  pylint: disable=C0413
 
 
 @pytest.mark.parametrize("ptb, text", [
@@ -104,3 +104,19 @@ def test_write_results(tmp_path):
   dg.write_results({k: v for k, v in result.items()
                     if k not in ("probe", "embeddings", "carried_over")}, str(path))
   assert "Linear probe" not in path.with_suffix(".md").read_text()
+
+
+def test_a_study_dir_missing_its_files_is_a_one_line_error(tmp_path, capsys):
+  assert dg.main([str(tmp_path), str(tmp_path / "work")]) == 2
+  err = capsys.readouterr().err
+  assert err.startswith("error: ") and err.count("\n") == 1 and "albert_config.json" in err
+  assert not (tmp_path / "work").exists()
+
+
+def test_cached_recomputes_for_other_inputs(tmp_path):
+  path = str(tmp_path / "probe.json")
+  calls = []
+  make = lambda: calls.append(1) or {"n": len(calls)}
+  assert dg._cached(path, ["ckpt-1"], make) == {"n": 1}
+  assert dg._cached(path, ["ckpt-1"], make) == {"n": 1}  # saved: not computed again
+  assert dg._cached(path, ["ckpt-2"], make) == {"n": 2}

@@ -424,6 +424,19 @@ def markdown(result):
   return "\n".join(lines) + "\n"
 
 
+def write_result_files(result, path, title, table):
+  """The result file `path` (json) and the markdown beside it (.md): a heading with the title,
+  the result's date, machine and load at start, then table(result)."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=2)
+    f.write("\n")
+  with open(os.path.splitext(path)[0] + ".md", "w", encoding="utf-8") as f:
+    f.write(f"# {title} ({result['date']}, {result['machine']}, load "
+            f"{result['load_at_start']} at start)\n\n")
+    f.write(table(result))
+
+
 # ------------------------------------------------------------------------------------ main
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -480,14 +493,7 @@ def main(argv=None):
     if os.environ.get("DP_NOTE"):
       result["note"] = os.environ["DP_NOTE"]
     result["load_at_end"] = load()
-    os.makedirs(os.path.dirname(results_path), exist_ok=True)
-    with open(results_path, "w", encoding="utf-8") as f:
-      json.dump(result, f, indent=2)
-      f.write("\n")
-    with open(os.path.splitext(results_path)[0] + ".md", "w", encoding="utf-8") as f:
-      f.write(f"# Domain pretraining study ({date}, {result['machine']}, load "
-              f"{load_start} at start)\n\n")
-      f.write(markdown(result))
+    write_result_files(result, results_path, "Domain pretraining study", markdown)
 
   # Side by side on one work dir: --part=random runs the random-initialisation runs of the main
   # study and the ablation while the pretraining runs; DP_ONLY=pretrained the others after it.

@@ -20,6 +20,9 @@ MirroredStrategy (a v3-8's core count). Writes bench/results/input_pipeline.json
 the date and the load before and after.
 
 Run: .venv/bin/python bench/input_pipeline.py [--rounds 6 --steps_per_round 150 --per_replica_parsing]
+     .venv/bin/python bench/input_pipeline.py --model_step --global_batch=64 --steps_per_round=15 \
+       --warmup_steps=3 --rounds=5   (replicas run a small model's forward+backward: the input's
+       cost inside a training step; bench/results/input_pipeline_model_step.json)
 """
 
 import datetime
@@ -46,9 +49,13 @@ flags.DEFINE_integer("rounds", 6, "Interleaved timing rounds.")
 flags.DEFINE_integer("steps_per_round", 150, "Steps per round and input.")
 flags.DEFINE_integer("warmup_steps", 30, "Untimed steps of each fresh iterator.")
 flags.DEFINE_bool("per_replica_parsing", False, "Also time parsing at the per-replica batch.")
+flags.DEFINE_bool("model_step", False,
+                  "Replicas run a forward and backward pass of a small ALBERT (the quickstart's "
+                  "shape: H 128, 2 layers) on their batch instead of summing it: what the input's "
+                  "cost is in a training step. Results go to input_pipeline_model_step.json.")
 flags.DEFINE_list("devices", ["1", "8"], "Logical CPU device counts, one process each.")
-flags.DEFINE_string("output", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                           "input_pipeline.json"), "Results file.")
+flags.DEFINE_string("output", None, "Results file (default: bench/results/input_pipeline.json, "
+                    "or input_pipeline_model_step.json with --model_step).")
 # Internal: one device count's measurement, in a child process (devices are fixed at start-up).
 flags.DEFINE_integer("child_devices", 0, "Internal.")
 flags.DEFINE_string("child_files", None, "Internal.")
@@ -82,18 +89,32 @@ def _measure_child(devices, files):
   from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
   strategy = (tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(devices)])
               if devices > 1 else tf.distribute.get_strategy())
-  # The model is never run: a tiny one with the vocabulary the records' ids need.
-  config = AlbertConfig(vocab_size=VOCAB_SIZE, embedding_size=16, hidden_size=32,
-                        num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+  # Without --model_step the model is never run: a tiny one with the records' vocabulary.
+  config = (AlbertConfig(vocab_size=VOCAB_SIZE, embedding_size=128, hidden_size=128,
+                         num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
+            if FLAGS.model_step else
+            AlbertConfig(vocab_size=VOCAB_SIZE, embedding_size=16, hidden_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, intermediate_size=64))
   task = pretraining.PretrainingTask(pretraining.PretrainingConfig(
       albert_config=config, input_file=",".join(files), max_seq_length=FLAGS.seq_length,
       max_predictions_per_seq=FLAGS.num_predictions, shuffle_seed=1))
   trainer = Trainer(task, strategy)
   batch = FLAGS.global_batch
 
-  def consume(features, labels):
-    return tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32))
-                     for t in tf.nest.flatten((features, labels))])
+  if FLAGS.model_step:
+    with strategy.scope():
+      model = task.build_model()
+
+  def consume(features, labels, client=False):
+    if not FLAGS.model_step:
+      return tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32))
+                       for t in tf.nest.flatten((features, labels))])
+    if client:  # the client split's [1, b, ...] -> [b, ...], as the per-host input's
+      features, labels = tf.nest.map_structure(lambda t: t[0], (features, labels))
+    with tf.GradientTape() as tape:
+      loss, _ = task.build_losses(labels, model(features, training=True), batch)
+    grads = tape.gradient(loss, model.trainable_variables)
+    return loss + tf.add_n([tf.reduce_sum(g) for g in grads if g is not None]) * 0.0
 
   def loop(step):
     @tf.function
@@ -110,7 +131,7 @@ def _measure_child(devices, files):
 
   def client_step(iterator):
     features, labels = _client_split(strategy, next(iterator))
-    return strategy.run(consume, args=(features, labels))
+    return strategy.run(consume, args=(features, labels, True))
 
   def per_replica_parsing(ctx):
     return task.build_inputs("train", ctx.get_per_replica_batch_size(batch), ctx)
@@ -160,7 +181,8 @@ def main(_):
               f"--child_files={','.join(files)}"] + [
                   f"--{name}={getattr(FLAGS, name)}" for name in (
                       "global_batch", "seq_length", "num_predictions", "rounds",
-                      "steps_per_round", "warmup_steps", "per_replica_parsing")]
+                      "steps_per_round", "warmup_steps", "per_replica_parsing",
+                      "model_step")]
       proc = subprocess.run(args, capture_output=True, text=True, check=False)
       if proc.returncode:
         sys.exit(f"{devices} devices failed:\n{proc.stderr[-3000:]}")
@@ -171,12 +193,15 @@ def main(_):
       timespec="seconds"), load_before=load_before, load_after=common.uptime(),
       settings={name: getattr(FLAGS, name) for name in (
           "global_batch", "seq_length", "num_predictions", "num_files", "records_per_file",
-          "rounds", "steps_per_round", "warmup_steps")},
+          "rounds", "steps_per_round", "warmup_steps", "model_step")},
       results=results)
-  os.makedirs(os.path.dirname(FLAGS.output), exist_ok=True)
-  with open(FLAGS.output, "w", encoding="utf-8") as f:
+  output = FLAGS.output or os.path.join(
+      os.path.dirname(os.path.abspath(__file__)), "results",
+      "input_pipeline_model_step.json" if FLAGS.model_step else "input_pipeline.json")
+  os.makedirs(os.path.dirname(output), exist_ok=True)
+  with open(output, "w", encoding="utf-8") as f:
     json.dump(report, f, indent=1)
-  print(f"{report['cpu']}; {load_before} -> {report['load_after']}; wrote {FLAGS.output}")
+  print(f"{report['cpu']}; {load_before} -> {report['load_after']}; wrote {output}")
 
 
 if __name__ == "__main__":

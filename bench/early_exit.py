@@ -230,16 +230,36 @@ def _accuracy():
                  "points_vs_full": 100 * (float((chosen.argmax(-1) == labels).mean()) - full)})
   per_layer = [float((layer_logits[:, l].argmax(-1) == labels).mean()) for l in range(layers)]
   # What the run's own --do_eval measured through the loop (at its --early_exit_patience).
-  loop = {}
-  results_file = os.path.join(run_dir, "eval_results.txt")
-  if os.path.exists(results_file):
-    with open(results_file, encoding="utf-8") as f:
+  loop = _read_results(os.path.join(run_dir, "eval_results.txt"),
+                       ("eval_accuracy", "eval_mean_exit_layer"))
+  majority = float(np.bincount(labels).max() / len(labels))
+  results = {"rows": rows, "per_layer_accuracy": per_layer, "dev_examples": int(len(labels)),
+             "majority_class_accuracy": majority, "run_dir": run_dir,
+             "run_eval_through_the_loop": loop, "machine": _machine()}
+  # The pretraining runs the model started from: their held-out evaluation, if they ran one.
+  pretraining = {}
+  for pretrain_dir in filter(None, (FLAGS.pretrain_dirs or "").split(",")):
+    pretraining[pretrain_dir] = _read_results(os.path.join(pretrain_dir, "eval_results.txt"), (
+        "masked_lm_accuracy", "masked_lm_baseline_accuracy", "sentence_order_accuracy",
+        "global_step"))
+  if pretraining:
+    results["pretraining_heldout_eval"] = pretraining
+  if FLAGS.setup:
+    results["setup"] = FLAGS.setup
+  return results
+
+
+def _read_results(path, keys):
+  """`key = value` lines of an eval_results.txt (the last of a repeated key), for `keys`; {} if
+  the file does not exist."""
+  found = {}
+  if os.path.exists(path):
+    with open(path, encoding="utf-8") as f:
       for line in f:
         key, _, value = line.strip().partition(" = ")
-        if key in ("eval_accuracy", "eval_mean_exit_layer"):
-          loop[key] = float(value)
-  return {"rows": rows, "per_layer_accuracy": per_layer, "dev_examples": int(len(labels)),
-          "run_dir": run_dir, "run_eval_through_the_loop": loop, "machine": _machine()}
+        if key in keys:
+          found[key] = float(value)
+  return found
 
 
 def _define_flags():
@@ -256,6 +276,9 @@ def _define_flags():
   flags.DEFINE_string("data_dir", None, "accuracy: its --data_dir (GLUE layout, MRPC).")
   flags.DEFINE_string("spm_model_file", None, "accuracy: its SentencePiece model.")
   flags.DEFINE_integer("max_seq_length", 64, "accuracy: its --max_seq_length.")
+  flags.DEFINE_string("pretrain_dirs", None, "accuracy: comma-separated pretraining output dirs "
+                      "the run started from; their held-out eval_results.txt goes in the results.")
+  flags.DEFINE_string("setup", None, "accuracy: how the model was made, for the results file.")
   flags.DEFINE_string("work_dir", None, "Where the SavedModels go (default: a temp dir).")
   flags.DEFINE_string("output_json", None, "Where the results go (default: "
                       "bench/results/early_exit_<part>.json).")
@@ -281,6 +304,7 @@ def main(_):
       print(f"{str(r['patience']):<12} accuracy {r['accuracy']:.4f}  mean exit layer "
             f"{r['mean_exit_layer']:.2f}")
     print("per-layer accuracy:", " ".join(f"{a:.3f}" for a in results["per_layer_accuracy"]))
+    print(f"majority class: {results['majority_class_accuracy']:.4f}")
   path = FLAGS.output_json or os.path.join(RESULTS_DIR, f"early_exit_{FLAGS.part}.json")
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, "w", encoding="utf-8") as f:

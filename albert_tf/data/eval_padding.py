@@ -9,6 +9,9 @@ a multiple of the replicas the pipeline feeds; each element carries `real`, floa
 1 for a real example, 0 for padding. The trainer counts, weights and filters with it (loss,
 streaming metrics, `num_examples`, the outputs handed to the task), so that every result is the
 one of the real examples alone, in their order.
+
+`shard_chunks` splits such a padded set between the input pipelines of one client (a TPU pod's
+hosts) so that the client's results come back in input order, each example once.
 """
 
 import numpy as np
@@ -60,6 +63,21 @@ def pad_batches(dataset, batch_size, num_replicas=1, full_length=1):
     dataset = dataset.window(num_replicas, drop_remainder=True).flat_map(
         lambda *window: tf.data.Dataset.zip(window))
   return dataset
+
+
+def shard_chunks(dataset, num_pipelines, pipeline_id, local_replicas):
+  """Input pipeline `pipeline_id`'s share of `dataset`'s batches: chunks pipeline_id,
+  pipeline_id + num_pipelines, ... of `local_replicas` consecutive batches.
+
+  Step k of a distributed loop takes one chunk from each pipeline, in pipeline order, and hands
+  its batches to the pipeline's replicas in order: the replicas, in device order, then hold
+  batches k * N .. k * N + N - 1 (N = num_pipelines * local_replicas). `dataset` must hold a
+  multiple of N batches (`pad_batches` with num_replicas=N), so that every pipeline runs the
+  same number of steps.
+  """
+  def mine(index, element):  # pylint: disable=unused-argument
+    return tf.equal((index // local_replicas) % num_pipelines, pipeline_id)
+  return dataset.enumerate().filter(mine).map(lambda index, element: element)
 
 
 def keep_real(structure, real):

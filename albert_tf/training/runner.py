@@ -330,20 +330,24 @@ def _keep_best(trainer, task, cfg, best, lines, last_step):
   best_checkpoint.json and the best checkpoint's eval outputs (task.write_predictions)."""
   value, step, path, result, outputs = best
   metric = task.best_metric
-  checkpointing.write_best_checkpoint(trainer.model, path, cfg.output_dir, step,
-                                      label_list=task.label_list)
-  lines = lines + [f"best_checkpoint = {path}", f"best_step = {step}",
-                   f"best_{metric} = {results_lib.format_result(value)}"]
-  fileio.write_text(output_layout.path(cfg.output_dir, output_layout.EVAL_RESULTS),
-                    "\n".join(lines) + "\n")
-  output_layout.write_best_trial(cfg.output_dir, step if last_step is None else last_step, step,
-                                 results_lib.format_result(value))
-  output_layout.write_best_checkpoint_record(cfg.output_dir, path, step, metric, value, result,
-                                             kind=kinds.kind_of(trainer.model))
   summary = {"best_checkpoint": path, "best_result": result}
-  if outputs is not None:
-    summary.update(task.write_predictions(cfg.output_dir, outputs) or {})
-  logging.info("Best %s = %s at %s", metric, value, path)
+  # The chief writes; the other workers (which evaluated the same set) wait until it has, since
+  # --do_predict and --export_dir then read model.ckpt-best.
+  if trainer.is_chief:
+    checkpointing.write_best_checkpoint(trainer.model, path, cfg.output_dir, step,
+                                        label_list=task.label_list)
+    lines = lines + [f"best_checkpoint = {path}", f"best_step = {step}",
+                     f"best_{metric} = {results_lib.format_result(value)}"]
+    fileio.write_text(output_layout.path(cfg.output_dir, output_layout.EVAL_RESULTS),
+                      "\n".join(lines) + "\n")
+    output_layout.write_best_trial(cfg.output_dir, step if last_step is None else last_step,
+                                   step, results_lib.format_result(value))
+    output_layout.write_best_checkpoint_record(cfg.output_dir, path, step, metric, value,
+                                               result, kind=kinds.kind_of(trainer.model))
+    if outputs is not None:
+      summary.update(task.write_predictions(cfg.output_dir, outputs) or {})
+    logging.info("Best %s = %s at %s", metric, value, path)
+  trainer.barrier()
   return summary
 
 
@@ -364,7 +368,8 @@ def _predict(trainer, task, cfg):
   for features, outputs in trainer.predict(cfg.predict_batch_size, checkpoint_path=checkpoint):
     state = task.aggregate_outputs(state, features, None, outputs)
   _, outputs = task.reduce_outputs(state, "predict")
-  summary = dict(task.write_predictions(cfg.output_dir, outputs) or {})
+  # Every worker predicted the whole set (Trainer._distributed_dataset); the chief writes it.
+  summary = dict(task.write_predictions(cfg.output_dir, outputs) or {}) if trainer.is_chief else {}
   summary["predict_checkpoint"] = checkpoint
   return summary
 

@@ -484,7 +484,7 @@ class Trainer:
                          "num_workers": int(self.num_workers),
                          "batch_shapes": checkpointing.batch_shapes(element_spec)},
         worker_id=self.worker_id, is_chief=self.is_chief,
-        keep_checkpoint_max=self.keep_checkpoint_max, barrier=self._barrier, log=self._log)
+        keep_checkpoint_max=self.keep_checkpoint_max, barrier=self.barrier, log=self._log)
     if saves.restore(lambda: self.global_step):
       if self.task.init_checkpoint:  # the official scripts too: output_dir's checkpoint wins
         self._log(f"note: --init_checkpoint={self.task.init_checkpoint} not read: resuming "
@@ -563,7 +563,9 @@ class Trainer:
         f"step {step}/{num_train_steps} saved to {prefix} (weights, optimizer and input "
         f"position; {time.time() - started:.1f} s)"))
 
-  def _barrier(self):
+  def barrier(self):
+    """Returns when every worker has reached it (multi-worker runs; else at once): what the
+    chief wrote before it, the others can read after it."""
     if self.num_workers <= 1:
       return
     self.strategy.run(lambda: tf.distribute.get_replica_context().all_reduce(
@@ -603,27 +605,61 @@ class Trainer:
     return step
 
   def _distributed_dataset(self, mode, global_batch_size):
-    """Each input pipeline's eval/predict batches (`pad_eval_batches`: padded, with `real`
-    last in each element). Returns (distributed dataset, element spec)."""
+    """Eval/predict batches through `distribute_datasets_from_function`.
+
+    Every input pipeline reads the whole set in order (the task's `build_inputs` without an
+    input context), and then:
+      * one client, several pipelines (a TPU pod: one pipeline per host; its client sees every
+        core's results): pipeline p keeps chunks p, p + P, p + 2P, ... of R consecutive batches
+        (P pipelines, R replicas each). Step k's replicas, in device order, then hold batches
+        kN .. kN + N - 1 (N = P * R): the client gets each example once, in input order. Every
+        pipeline must run the same number of steps, so the set is padded to a multiple of N
+        batches (`data.eval_padding`), whatever `pad_eval_batches` says;
+      * a client per worker (MultiWorkerMirroredStrategy): each worker evaluates and predicts
+        the whole set on its own replicas, since its local results are all it can write; the
+        sums and counts are its own replicas' (`_run_evaluation`), so nothing counts twice;
+      * one pipeline: the whole set, padded to a multiple of its replicas with
+        `pad_eval_batches`.
+    Returns:
+      (distributed dataset, element spec of a pipeline's batches, padded: elements end with
+      `real`, float32 [batch]).
+    """
     check_batch_size(f"--{mode}_batch_size", global_batch_size,
                      self.strategy.num_replicas_in_sync)
-    specs = []
+    num_replicas = self.strategy.num_replicas_in_sync
+    one_client = self._client_sees_every_replica()
+    made = []
 
     def dataset_fn(ctx):
       batch_size = ctx.get_per_replica_batch_size(global_batch_size)
-      dataset = self.task.build_inputs(mode, batch_size, ctx)
-      if self.pad_eval_batches:
+      local_replicas = num_replicas // ctx.num_input_pipelines
+      shard = one_client and ctx.num_input_pipelines > 1
+      dataset = self.task.build_inputs(mode, batch_size)
+      padded = self.pad_eval_batches or shard
+      if padded:
         dataset = eval_padding.pad_batches(
-            dataset, batch_size, ctx.num_replicas_in_sync // ctx.num_input_pipelines,
+            dataset, batch_size, num_replicas if shard else local_replicas,
             full_length=getattr(self.task, "max_seq_length", None) or 1)
-      specs.append(dataset.element_spec)
+      if shard:
+        dataset = eval_padding.shard_chunks(dataset, ctx.num_input_pipelines,
+                                            ctx.input_pipeline_id, local_replicas)
+      made.append((dataset.element_spec, padded))
       return dataset
     dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
-    return dataset, specs[0]
-    if devices and all("device:CPU" in tf.DeviceSpec.from_string(d).to_string()
-                       for d in devices):
-      return tf.distribute.InputOptions(experimental_fetch_to_device=False)
-    return None
+    return (dataset,) + made[0]
+
+  def _client_sees_every_replica(self):
+    """False when each worker runs its own client (MultiWorkerMirroredStrategy: its local
+    results are its own replicas'); True for one device, MirroredStrategy and a TPU (a pod's
+    one client sees every host's cores)."""
+    try:
+      return len(self.strategy.extended.worker_devices) == self.strategy.num_replicas_in_sync
+    except (RuntimeError, NotImplementedError, AttributeError):  # the default strategy
+      return True
+
+  def _local_sum(self, per_replica):
+    """The sum over this client's replicas of a per-replica numpy-convertible value."""
+    return sum(np.asarray(v) for v in self.strategy.experimental_local_results(per_replica))
 
   def _local_concat(self, per_replica):
     def concat(value):
@@ -646,8 +682,8 @@ class Trainer:
     `return_outputs`, returns (results, the task's eval outputs). If `results_file` is given,
     also writes it in the official `key = value` format.
     """
-    dataset, spec = self._distributed_dataset("eval", eval_batch_size)
-    if self.pad_eval_batches:
+    dataset, spec, padded = self._distributed_dataset("eval", eval_batch_size)
+    if padded:
       spec = spec[:-1]
     self._ensure_built(spec)
     step = self._restore_for_inference(checkpoint_path)
@@ -655,7 +691,7 @@ class Trainer:
       metric.reset_state()
     if self._eval_fn is None:
       self._eval_fn = self._build_eval_fn(eval_batch_size)
-    totals, examples, state = self._run_evaluation(dataset, max_eval_steps)
+    totals, examples, state = self._run_evaluation(dataset, max_eval_steps, padded)
     has_labels = bool(tf.nest.flatten(spec[1]))
     results = {n: v / max(examples, 1) for n, v in totals.items()} if has_labels else {}
     bad = sorted(n for n, v in results.items() if not np.isfinite(v))
@@ -683,8 +719,8 @@ class Trainer:
     return (results, outputs) if return_outputs else results
 
   def _build_eval_fn(self, eval_batch_size):
-    """One compiled eval step: (sums of loss and aux over the batch's examples, example count,
-    the model's outputs), reduced over replicas."""
+    """One compiled eval step: per replica, (sums of loss and aux over its examples, its example
+    count, the model's outputs); `_run_evaluation` adds up this client's replicas."""
     model, task, strategy = self.model, self.task, self.strategy
 
     def replica_eval(features, labels, real=None):
@@ -707,17 +743,13 @@ class Trainer:
       replica_eval = tf.function(replica_eval, jit_compile=True, autograph=False)
 
     def eval_step(*element):
-      sums, count, outputs = strategy.run(replica_eval, args=element)
-      sums = {n: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
-              for n, v in sums.items()}
-      count = strategy.reduce(tf.distribute.ReduceOp.SUM, count, axis=None)
-      return sums, count, outputs
+      return strategy.run(replica_eval, args=element)
     # reduce_retracing: bucketed batches come in a few lengths; one generic trace serves them.
     return tf.function(eval_step, jit_compile=False, reduce_retracing=True, autograph=False)
 
-  def _run_evaluation(self, dataset, max_eval_steps):
-    """Runs the eval step over `dataset`. Returns (sums, example count, the task's aggregated
-    outputs state)."""
+  def _run_evaluation(self, dataset, max_eval_steps, padded):
+    """Runs the eval step over `dataset` (`padded`: elements end with `real`). Returns (sums,
+    example count, the task's aggregated outputs state), over this client's replicas."""
     wants_outputs = type(self.task).aggregate_outputs is not Task.aggregate_outputs
     totals, examples, state = {}, 0, None
     with self._input_errors_explained("eval"):
@@ -725,12 +757,12 @@ class Trainer:
         if max_eval_steps and i >= max_eval_steps:
           break
         sums, count, outputs = self._eval_fn(*element)
-        examples += int(count.numpy())
+        examples += int(self._local_sum(count))
         for n, v in sums.items():
-          totals[n] = totals.get(n, 0.0) + float(v.numpy())
+          totals[n] = totals.get(n, 0.0) + float(self._local_sum(v))
         if wants_outputs:
           batch = self._local_concat((element[0], element[1], outputs))
-          if self.pad_eval_batches:  # the task sees the real examples only
+          if padded:  # the task sees the real examples only
             batch = eval_padding.keep_real(batch, self._local_concat(element[-1]))
           state = self.task.aggregate_outputs(state, *batch)
     return totals, examples, state
@@ -738,8 +770,8 @@ class Trainer:
   # ------------------------------------------------------------------ predict
   def predict(self, predict_batch_size, checkpoint_path=None):
     """Yields (features, outputs) numpy dicts, one per global batch, in input order."""
-    dataset, spec = self._distributed_dataset("predict", predict_batch_size)
-    if self.pad_eval_batches:
+    dataset, spec, padded = self._distributed_dataset("predict", predict_batch_size)
+    if padded:
       spec = spec[:-1]
     self._ensure_built(spec if isinstance(spec, (tuple, list)) else (spec,))
     self._restore_for_inference(checkpoint_path)
@@ -756,7 +788,7 @@ class Trainer:
         features = element[0] if isinstance(element, (tuple, list)) else element
         outputs = self._predict_fn(features)
         batch = self._local_concat((features, outputs))
-        if self.pad_eval_batches:  # exactly the real examples, in order
+        if padded:  # exactly the real examples, in order
           batch = eval_padding.keep_real(batch, self._local_concat(element[-1]))
         for name, value in _float_items(batch[1]):
           if not np.all(np.isfinite(value)):

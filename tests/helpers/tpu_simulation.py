@@ -7,7 +7,9 @@ SQuAD v2 and RACE, through the one runner the run_*.py scripts call:
     every task): 2 training steps, an evaluation and (MRPC) a prediction under
     MirroredStrategy over the 8 devices, with eval/predict batches padded
     (`--pad_eval_batches`): every dev/test set here has a size the batch does not divide;
-  * the same evaluation and prediction of the same checkpoints on one replica, unpadded;
+  * the same evaluation and prediction of the same checkpoints on one replica, unpadded, and
+    on the 8 devices fed by 8 input pipelines (one per replica) under one client, as a TPU
+    pod's hosts feed their cores;
   * the whole replica step (forward, loss, backward, clipping, optimizer update, metrics,
     accumulation) compiled with jit_compile=True on one replica (`--xla_whole_step`; XLA has
     no CPU kernel for the cross-replica sum), and for MRPC the eval step too;
@@ -15,6 +17,7 @@ and writes OUT_DIR/report.json: per task the element specs of every mode, the su
 eval files and prediction files of both runs, for the test to check in many ways.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -51,7 +54,7 @@ def _specs(task, runtime, batch_sizes):
   train_batch, eval_batch = batch_sizes
   out["train"] = _spec_text(trainer._train_dataset_iterator(train_batch)[1])  # pylint: disable=protected-access
   for mode in ("eval", "predict"):
-    _, spec = trainer._distributed_dataset(mode, eval_batch)  # pylint: disable=protected-access
+    _, spec, _ = trainer._distributed_dataset(mode, eval_batch)  # pylint: disable=protected-access
     out[mode] = _spec_text(spec)
   return out
 
@@ -87,14 +90,36 @@ def _run_task(name, make_task, run_kwargs, out_dir, prediction_files, report,
   for f in ["eval_results.txt"] + prediction_files:
     if os.path.exists(os.path.join(one_dir, f)):
       os.remove(os.path.join(one_dir, f))
+  predictions = len(PREDICTED_IDS)
   summary = runner.run(make_task(one_dir), runner.RunConfig(
       output_dir=one_dir, **dict(base, do_train=False)), one)
   entry["one"] = _summary(summary)
+  entry["one"]["predicted_input_ids"] = PREDICTED_IDS[predictions:]
   entry["one"]["eval_counts"] = EVAL_COUNTS[first:]
   for label, directory in (("eight", eight_dir), ("one", one_dir)):
     entry[label + "_files"] = {f: _read(os.path.join(directory, f))
                                for f in ["eval_results.txt"] + prediction_files}
   _whole_step(name, make_task, run_kwargs, out_dir, entry, whole, whole_step_eval, started)
+  if name not in PIPELINE_TASKS:
+    return
+  # Again on the 8 devices, with one input pipeline per replica: a pod's hosts each feeding
+  # their own cores, under one client (`_pipeline_per_replica`).
+  pipelines_dir = os.path.join(out_dir, name, "pipelines")
+  shutil.copytree(one_dir, pipelines_dir)
+  for f in ["eval_results.txt"] + prediction_files:
+    if os.path.exists(os.path.join(pipelines_dir, f)):
+      os.remove(os.path.join(pipelines_dir, f))
+  first, predictions = len(EVAL_COUNTS), len(PREDICTED_IDS)
+  with _pipeline_per_replica(eight.make_strategy()):
+    summary = runner.run(make_task(pipelines_dir), runner.RunConfig(
+        output_dir=pipelines_dir, **dict(base, do_train=False)), eight)
+  entry["pipelines"] = _summary(summary)
+  entry["pipelines"]["eval_counts"] = EVAL_COUNTS[first:]
+  entry["pipelines"]["predicted_input_ids"] = PREDICTED_IDS[predictions:]
+  entry["pipelines"]["num_input_pipelines"] = PIPELINES_SEEN[-1]
+  entry["pipelines_files"] = {f: _read(os.path.join(pipelines_dir, f))
+                              for f in ["eval_results.txt"] + prediction_files}
+  entry["seconds"]["pipelines"] = round(time.time() - started - entry["seconds"]["total"], 1)
 
 
 def _whole_step(name, make_task, run_kwargs, out_dir, entry, runtime, with_eval, started):
@@ -131,6 +156,23 @@ def _summary(summary):
 EVAL_COUNTS = []
 
 
+# Per prediction this process ran, the input_ids rows of the examples it yielded, in order.
+PREDICTED_IDS = []
+
+
+def _record_predicted_ids():
+  from albert_tf.training import trainer  # pylint: disable=g-import-not-at-top
+  original = trainer.Trainer.predict
+
+  def predict(self, *args, **kwargs):
+    rows = []
+    PREDICTED_IDS.append(rows)
+    for features, outputs in original(self, *args, **kwargs):
+      rows.extend(features["input_ids"].tolist())
+      yield features, outputs
+  trainer.Trainer.predict = predict
+
+
 def _record_eval_counts():
   from albert_tf.training import trainer  # pylint: disable=g-import-not-at-top
   original = trainer.Trainer.evaluate
@@ -140,6 +182,32 @@ def _record_eval_counts():
     EVAL_COUNTS.append((out[0] if isinstance(out, tuple) else out)["num_examples"])
     return out
   trainer.Trainer.evaluate = evaluate
+
+
+PIPELINES_SEEN = []
+
+
+@contextlib.contextmanager
+def _pipeline_per_replica(strategy):
+  """Within: `strategy`'s datasets come from one input pipeline per replica
+  (InputReplicationMode.PER_REPLICA), each told so by its InputContext, all under this one
+  client, as a TPU pod's hosts feed their cores. PIPELINES_SEEN gets each dataset's pipeline
+  count."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  original = strategy.distribute_datasets_from_function
+
+  def per_replica(dataset_fn, options=None):  # pylint: disable=unused-argument
+    def counted(ctx):
+      PIPELINES_SEEN.append(ctx.num_input_pipelines)
+      return dataset_fn(ctx)
+    return original(counted, tf.distribute.InputOptions(
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        experimental_fetch_to_device=False, experimental_place_dataset_on_device=False))
+  strategy.distribute_datasets_from_function = per_replica
+  try:
+    yield
+  finally:
+    del strategy.distribute_datasets_from_function
 
 
 def _one_strategy_per_kind():
@@ -165,6 +233,7 @@ def main(out_dir):
   tf.random.set_seed(0)
   _one_strategy_per_kind()
   _record_eval_counts()
+  _record_predicted_ids()
   from albert_tf import tokenization  # pylint: disable=g-import-not-at-top
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks.glue import ClassificationTask, GlueConfig  # pylint: disable=g-import-not-at-top
@@ -244,6 +313,10 @@ ONLY = set(sys.argv[2:]) if __name__ == "__main__" else set()
 # suite runs pretraining and MRPC there; TPU_SIMULATION_EIGHT_DEVICES=all runs every task.
 _EIGHT = os.environ.get("TPU_SIMULATION_EIGHT_DEVICES", "pretraining,mrpc")
 EIGHT_DEVICE_TASKS = None if _EIGHT == "all" else set(_EIGHT.split(","))
+# Tasks evaluated (and predicted) a third time, with one input pipeline per replica: the
+# trainer's eval/predict input is one code for every task; MRPC checks counts, metrics and
+# ordered predictions (about a minute of tracing on 2 cores).
+PIPELINE_TASKS = {"mrpc"}
 
 if __name__ == "__main__":
   main(sys.argv[1])

@@ -115,11 +115,16 @@ def test_multi_worker_sigterm_to_one_worker_stops_all_at_one_step_and_resumes(re
   assert f"step {step}/{STEPS} saved to {out / f'ckpt-{step}'}" in last[0], last[0]
   assert (out / f"ckpt-{step}.index").exists()
 
-  # 2. The same command again, both workers: resume from the stop's checkpoint and finish.
-  workers = helpers.start_workers(flags, log_dir=str(logs))
+  # 2. The same command again, both workers: resume from the stop's checkpoint and finish;
+  # then evaluate (each worker the whole set of 400 records on its own replica: counted once).
+  workers = helpers.start_workers(flags + ["--do_eval=true", "--eval_batch_size=16"],
+                                  log_dir=str(logs))
   logs_text = _wait_for_all(workers, 240, "restart hung")
   for p, text in zip(workers, logs_text):
     assert p.returncode == 0, text[-5000:]
+  # (the chief prints the results)
+  assert re.search(rf"eval at step {STEPS}: .*num_examples = 400\.0000", logs_text[0]), \
+      logs_text[0][-2000:]
   assert f"Resuming from {out / f'ckpt-{step}'} at step {step} (input position restored)" \
       in logs_text[0], logs_text[0][-3000:]
   assert f"step {STEPS}/{STEPS}" in logs_text[0]
@@ -381,3 +386,36 @@ def test_peer_lost_names_the_task_from_tensorflows_messages():
   assert cluster.peer_lost(ValueError("Connection reset"), config, None) is None
   assert cluster.peer_lost(UnavailableError("a file system is unavailable"), config,
                            None) is None
+
+
+def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_path):
+  """run_classifier.py on 2 workers (a client each): each evaluates and predicts the whole set
+  on its own replica, and the chief's files count and hold every example once (13 dev, 11 test
+  examples; batches of 4 do not divide them)."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from tests.helpers import finetune  # pylint: disable=g-import-not-at-top
+  from tests.helpers.paths import REPO  # pylint: disable=g-import-not-at-top
+  job = finetune.mrpc_setup(tmp_path, n_train=8, n_dev=13, n_test=11)
+  out = tmp_path / "out"
+  flags = ["--task_name=MRPC", f"--data_dir={tmp_path / 'glue'}", f"--output_dir={out}",
+           f"--albert_config_file={job['config']}", f"--spm_model_file={job['spm']}",
+           "--do_train", "--do_eval", "--do_predict", "--train_batch_size=4",
+           "--eval_batch_size=4", "--predict_batch_size=4", "--max_seq_length=32",
+           "--train_step=2", "--warmup_step=0", "--save_checkpoints_steps=2", "--seed=1"]
+  ports = [helpers.free_port() for _ in range(2)]
+  procs = [subprocess.Popen(  # pylint: disable=consider-using-with
+      [sys.executable, "run_classifier.py"] + flags, cwd=str(REPO), text=True,
+      env=helpers.subprocess_env({"TF_CONFIG": helpers.tf_config(ports, i)}),
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for i in range(2)]
+  try:
+    texts = [p.communicate(timeout=300)[0] for p in procs]
+  finally:
+    for p in procs:
+      p.kill()
+  for p, text in zip(procs, texts):
+    assert p.returncode == 0, "\n---\n".join(t[-3000:] for t in texts)
+  results = (out / "eval_results.txt").read_text()
+  assert re.search(r"^num_examples = 13$", results, re.M), results
+  rows = (out / "test_results.tsv").read_text().splitlines()
+  assert len(rows) == 11, rows

@@ -9,7 +9,9 @@ RACE on 8 logical CPU devices under MirroredStrategy (a v3-8's core count), in o
   * evaluating sets that the batch does not divide (53 pretraining records, 13 MRPC dev
     examples, 12 RACE dev questions, SQuAD v2 features) over 8 replicas with padded batches
     gives the counts and metrics, eval_results.txt and prediction files of one unpadded replica;
-  * predictions keep exactly the real examples, in order.
+  * predictions keep exactly the real examples, in order;
+  * with one input pipeline per replica under one client (as a TPU pod's hosts each feed their
+    cores), evaluation counts each example once and predictions come back in order.
 Also, in this process: the one rule for "on TPU", and the batch-size check before any work.
 
 The suite runs pretraining and MRPC on the 8 devices and compiles the whole step of all four:
@@ -129,6 +131,34 @@ def test_predictions_keep_exactly_the_real_examples_in_order(report):
     assert got[key] == pytest.approx(ref[key], rel=1e-4, abs=1e-4)
 
 
+def test_one_input_pipeline_per_replica_counts_each_example_once_in_order(report):
+  """8 input pipelines under one client (a pod's hosts): every pipeline reads the whole set and
+  keeps its chunks of it; the client's results are one replica's, in order (MRPC: the
+  trainer's eval/predict input is one code for every task)."""
+  task = "mrpc"
+  got, one = report[task]["pipelines"], report[task]["one"]
+  assert got["num_input_pipelines"] == 8
+  expected = {"pretraining": 53, "mrpc": 13, "race": 12, "squad_v2": 21}[task]
+  assert got["eval_counts"] == one["eval_counts"] == [expected]
+  a, b = (got["eval"], one["eval"]) if task == "pretraining" else (
+      got["best_result"], one["best_result"])
+  assert set(a) == set(b)
+  for key in a:
+    assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), (task, key)
+  # The examples predicted, in order: exactly the test set's, each once (their input_ids rows).
+  predicted, ref_ids = got["predicted_input_ids"], one["predicted_input_ids"]
+  assert len(predicted) == len(ref_ids) == 1 and len(ref_ids[0]) == 11
+  assert len(set(map(tuple, ref_ids[0]))) > 1  # distinguishable examples: order is checked
+  assert predicted == ref_ids
+  if task == "mrpc":
+    rows = report[task]["pipelines_files"]["test_results.tsv"].splitlines()
+    ref = report[task]["one_files"]["test_results.tsv"].splitlines()
+    assert len(rows) == len(ref) == 11
+    for x, y in zip(rows, ref):
+      assert [float(v) for v in x.split("\t")] == pytest.approx(
+          [float(v) for v in y.split("\t")], rel=1e-4, abs=1e-6)
+
+
 @pytest.mark.parametrize("task", TASKS)
 def test_whole_step_under_xla_trains(report, task):
   whole = report[task]["whole_step"]
@@ -216,6 +246,24 @@ def test_pad_batches_fills_every_replica_with_full_masked_batches():
   assert kept[1] == 3.0  # a scalar is left as it is
   # Already a multiple of the replicas: no padding batch is added.
   assert len(list(eval_padding.pad_batches(dataset.take(3), 2, num_replicas=3))) == 3
+
+
+def test_shard_chunks_gives_each_pipeline_its_chunks_and_the_steps_their_order():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.data import eval_padding  # pylint: disable=g-import-not-at-top
+  # 13 examples in batches of 2 for 2 pipelines of 2 replicas (N = 4): padded to 8 batches.
+  dataset = tf.data.Dataset.from_tensor_slices(({"ids": np.arange(13)},)).batch(2)
+  padded = eval_padding.pad_batches(dataset, 2, num_replicas=4)
+  shares = [list(eval_padding.shard_chunks(padded, 2, p, 2).as_numpy_iterator())
+            for p in range(2)]
+  assert [len(s) for s in shares] == [4, 4]  # every pipeline runs the same 2 steps
+  # Step k: pipeline 0's 2 batches then pipeline 1's, in replica order, are batches 4k..4k+3.
+  order = [b for k in range(2) for p in range(2) for b in shares[p][2 * k:2 * k + 2]]
+  ids = np.concatenate([b[0]["ids"] for b in order])
+  real = np.concatenate([b[1] for b in order])
+  assert ids[real > 0].tolist() == list(range(13))
+  assert real.tolist() == [1] * 13 + [0] * 3
 
 
 def test_stop_flag_is_read_between_loops_on_tpu_and_in_a_whole_step():

@@ -523,6 +523,9 @@ class Trainer:
                                        step % self.save_checkpoints_steps == 0):
           saves.save(step)
       saves.finish()
+      # The chief's save (and pruning) of the last checkpoint is complete only after this: a
+      # worker that went on to --do_eval at once found no checkpoint in output_dir.
+      self.barrier()
       if signals.requested:  # arrived during the final save: training is complete
         raise StopRequested(signals.stopped_message(
             f"training finished at step {step}, saved to {saves.last_saved}"))

@@ -388,6 +388,17 @@ def test_peer_lost_names_the_task_from_tensorflows_messages():
                            None) is None
 
 
+_SLOW_CHECKPOINT_SAVES = """
+import time
+import tensorflow as tf
+_save = tf.train.CheckpointManager.save
+def _slow_save(self, *args, **kwargs):
+  time.sleep(4)
+  return _save(self, *args, **kwargs)
+tf.train.CheckpointManager.save = _slow_save
+"""
+
+
 def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_path):
   """run_classifier.py on 2 workers (a client each): each evaluates and predicts the whole set
   on its own replica, and the chief's files count and hold every example once (13 dev, 11 test
@@ -403,10 +414,16 @@ def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_pa
            "--do_train", "--do_eval", "--do_predict", "--train_batch_size=4",
            "--eval_batch_size=4", "--predict_batch_size=4", "--max_seq_length=32",
            "--train_step=2", "--warmup_step=0", "--save_checkpoints_steps=2", "--seed=1"]
+  # The chief is slow to write its checkpoints (a sitecustomize on its PYTHONPATH sleeps before
+  # each CheckpointManager.save), so a worker that does not wait for them finds none to evaluate.
+  slow = tmp_path / "slow_chief"
+  slow.mkdir()
+  (slow / "sitecustomize.py").write_text(_SLOW_CHECKPOINT_SAVES)
   ports = [helpers.free_port() for _ in range(2)]
+  envs = [helpers.subprocess_env({"TF_CONFIG": helpers.tf_config(ports, i)}) for i in range(2)]
+  envs[0]["PYTHONPATH"] = str(slow) + os.pathsep + envs[0]["PYTHONPATH"]
   procs = [subprocess.Popen(  # pylint: disable=consider-using-with
-      [sys.executable, "run_classifier.py"] + flags, cwd=str(REPO), text=True,
-      env=helpers.subprocess_env({"TF_CONFIG": helpers.tf_config(ports, i)}),
+      [sys.executable, "run_classifier.py"] + flags, cwd=str(REPO), text=True, env=envs[i],
       stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for i in range(2)]
   try:
     texts = [p.communicate(timeout=300)[0] for p in procs]

@@ -241,7 +241,10 @@ def _run_steps(task, cfg, runtime, strategy, stop_signals):
       summary.update(_evaluate_every_checkpoint(trainer, task, cfg))
   if cfg.do_predict:
     summary.update(_predict(trainer, task, cfg))
-  if cfg.export_dir:
+  if cfg.export_dir and not worker_info(strategy)[2]:
+    # Every worker would write the next version number of one export_dir: the chief alone does.
+    logging.info("--export_dir: the chief exports; this worker is done")
+  elif cfg.export_dir:
     # A signal here stops at the next commit, abandoning the version (preemption.deferred).
     with stop_signals.deferred():
       summary.update(_export(task, cfg))

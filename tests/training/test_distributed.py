@@ -402,7 +402,8 @@ tf.train.CheckpointManager.save = _slow_save
 def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_path):
   """run_classifier.py on 2 workers (a client each): each evaluates and predicts the whole set
   on its own replica, and the chief's files count and hold every example once (13 dev, 11 test
-  examples; batches of 4 do not divide them)."""
+  examples; batches of 4 do not divide them); the chief alone exports, and no worker reads a
+  checkpoint the chief has not finished writing."""
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   from tests.helpers import finetune  # pylint: disable=g-import-not-at-top
@@ -413,7 +414,8 @@ def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_pa
            f"--albert_config_file={job['config']}", f"--spm_model_file={job['spm']}",
            "--do_train", "--do_eval", "--do_predict", "--train_batch_size=4",
            "--eval_batch_size=4", "--predict_batch_size=4", "--max_seq_length=32",
-           "--train_step=2", "--warmup_step=0", "--save_checkpoints_steps=2", "--seed=1"]
+           "--train_step=2", "--warmup_step=0", "--save_checkpoints_steps=2", "--seed=1",
+           f"--export_dir={tmp_path / 'export'}"]
   # The chief is slow to write its checkpoints (a sitecustomize on its PYTHONPATH sleeps before
   # each CheckpointManager.save), so a worker that does not wait for them finds none to evaluate.
   slow = tmp_path / "slow_chief"
@@ -436,3 +438,6 @@ def test_multi_worker_classifier_evaluates_and_predicts_each_example_once(tmp_pa
   assert re.search(r"^num_examples = 13$", results, re.M), results
   rows = (out / "test_results.tsv").read_text().splitlines()
   assert len(rows) == 11, rows
+  # One SavedModel version: the chief's (two workers writing one export_dir made two, or broke).
+  versions = sorted(p.name for p in (tmp_path / "export").iterdir() if p.name.isdigit())
+  assert len(versions) == 1, sorted(p.name for p in (tmp_path / "export").iterdir())

@@ -6,7 +6,11 @@ batches cut into one [K, b, ...] element per local replica in the pipeline. "cli
 input before it: one pipeline of the whole global batch iterated on the client, split between
 the replicas inside the step by `experimental_distribute_values_from_function`. With several
 devices and --per_replica_parsing, "per_replica_parsing" is the per-host input batched (parsed,
-checked) at the per-replica size instead of the host's, as a first attempt had it.
+checked) at the per-replica size instead of the host's, as a first attempt had it. With several
+devices and --plain_iterator, "plain_iterator" is the per-host input's pipeline (host batch cut
+into per-replica elements) read by a plain iterator on the client, the step taking one element
+per replica (`experimental_distribute_values_from_function`): the same elements as per_host
+without TensorFlow's distributed iterator, so the two rows tell the iterator's own cost apart.
 
 Both read the same official-format pretraining TFRecords (ALBERT-base shapes: sequence 128, 20
 predictions, random ids) through the same `PretrainingTask.build_inputs` (every record
@@ -19,7 +23,8 @@ process per device count: 1 device (the default strategy) and 8 logical CPU devi
 MirroredStrategy (a v3-8's core count). Writes bench/results/input_pipeline.json with the CPU,
 the date and the load before and after.
 
-Run: .venv/bin/python bench/input_pipeline.py [--rounds 6 --steps_per_round 150 --per_replica_parsing]
+Run: .venv/bin/python bench/input_pipeline.py [--rounds 6 --steps_per_round 150 --per_replica_parsing
+       --plain_iterator]
      .venv/bin/python bench/input_pipeline.py --model_step --global_batch=64 --steps_per_round=15 \
        --warmup_steps=3 --rounds=5   (replicas run a small model's forward+backward: the input's
        cost inside a training step; bench/results/input_pipeline_model_step.json)
@@ -49,6 +54,8 @@ flags.DEFINE_integer("rounds", 6, "Interleaved timing rounds.")
 flags.DEFINE_integer("steps_per_round", 150, "Steps per round and input.")
 flags.DEFINE_integer("warmup_steps", 30, "Untimed steps of each fresh iterator.")
 flags.DEFINE_bool("per_replica_parsing", False, "Also time parsing at the per-replica batch.")
+flags.DEFINE_bool("plain_iterator", False, "Also time the per-host elements through a plain "
+                  "iterator instead of the distributed one.")
 flags.DEFINE_bool("model_step", False,
                   "Replicas run a forward and backward pass of a small ALBERT (the quickstart's "
                   "shape: H 128, 2 layers) on their batch instead of summing it: what the input's "
@@ -133,6 +140,12 @@ def _measure_child(devices, files):
     features, labels = _client_split(strategy, next(iterator))
     return strategy.run(consume, args=(features, labels, True))
 
+  def plain_iterator_step(iterator):
+    elements = [next(iterator) for _ in range(strategy.num_replicas_in_sync)]
+    features, labels = strategy.experimental_distribute_values_from_function(
+        lambda ctx: elements[ctx.replica_id_in_sync_group])
+    return strategy.run(consume, args=(features, labels))
+
   def per_replica_parsing(ctx):
     return task.build_inputs("train", ctx.get_per_replica_batch_size(batch), ctx)
 
@@ -143,6 +156,10 @@ def _measure_child(devices, files):
   if devices > 1 and FLAGS.per_replica_parsing:
     runs["per_replica_parsing"] = (
         loop(per_host_step), strategy.distribute_datasets_from_function(per_replica_parsing))
+  if devices > 1 and FLAGS.plain_iterator:  # as Trainer._train_dataset's one pipeline
+    runs["plain_iterator"] = (loop(plain_iterator_step), task.build_inputs(
+        "train", batch, tf.distribute.InputContext()).rebatch(
+            batch // devices, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
   warmup = tf.constant(FLAGS.warmup_steps)
   times = {name: [] for name in runs}
   for r in range(FLAGS.rounds):
@@ -182,7 +199,7 @@ def main(_):
                   f"--{name}={getattr(FLAGS, name)}" for name in (
                       "global_batch", "seq_length", "num_predictions", "rounds",
                       "steps_per_round", "warmup_steps", "per_replica_parsing",
-                      "model_step")]
+                      "plain_iterator", "model_step")]
       proc = subprocess.run(args, capture_output=True, text=True, check=False)
       if proc.returncode:
         sys.exit(f"{devices} devices failed:\n{proc.stderr[-3000:]}")
@@ -193,7 +210,8 @@ def main(_):
       timespec="seconds"), load_before=load_before, load_after=common.uptime(),
       settings={name: getattr(FLAGS, name) for name in (
           "global_batch", "seq_length", "num_predictions", "num_files", "records_per_file",
-          "rounds", "steps_per_round", "warmup_steps", "model_step")},
+          "rounds", "steps_per_round", "warmup_steps", "per_replica_parsing", "plain_iterator",
+          "model_step")},
       results=results)
   output = FLAGS.output or os.path.join(
       os.path.dirname(os.path.abspath(__file__)), "results",

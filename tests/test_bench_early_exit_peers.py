@@ -159,3 +159,25 @@ def test_an_isa_cap_says_ort_runs_its_native_kernels():
   assert "conservative (unfavourable to us)" in text
   assert early_exit_peers.batch_rounds(30, 1) == 30 and early_exit_peers.batch_rounds(30, 32) == 5
   assert early_exit_peers.batch_rounds(3, 32) == 3
+
+
+def test_refresh_goals_reads_another_sweep_against_the_same_timed_rows():
+  rows = [_row("full depth", 120, 1.0, 1.2, 1.5),
+          _row("exit at layer 4", 40, 1 / 3, 0.4, 0.5, 4.0),
+          _row("exit at layer 8", 80, 2 / 3, 0.8, 1.0, 8.0),
+          _row("ORT fp32", 100, 5 / 6, 1.0, 1.25), _row("ORT fp32 fused", 80, 2 / 3, 0.8, 1.0)]
+  old_sweep = {"rows": [{"patience": 1, "mean_exit_layer": 5.5, "points_vs_full": 0.0}]}
+  result = dict(_result(rows), goals=[early_exit_peers.goal(rows, 1, old_sweep)])
+  assert result["goals"][0]["row"] == "exit at layer 8"
+  new_sweep = {"rows": [{"patience": 1, "mean_exit_layer": 2.3, "points_vs_full": 1.6}]}
+  refreshed = early_exit_peers.refresh_goals(result, new_sweep, "2026-11-28T21:24:16+00:00")
+  assert refreshed["rows"] == rows and result["goals"][0]["row"] == "exit at layer 8"
+  (goal,) = refreshed["goals"]
+  assert (goal["row"], goal["mean_exit_layer"]) == ("exit at layer 4", 2.3)
+  assert goal["speed_vs_full_depth"] == pytest.approx(3.0)
+  assert refreshed["goals_from"] == {
+      "accuracy_file": os.path.join("bench", "results", "early_exit_accuracy_order.json"),
+      "accuracy_date": "2026-11-28T21:24:16+00:00"}
+  text = early_exit_peers.markdown(refreshed)
+  assert "read the accuracy sweep of 2026-11-28T21:24:16+00:00" in text
+  assert "patience 1 is +1.60 points from the full model at mean exit layer 2.30" in text

@@ -285,6 +285,10 @@ def markdown(result):
                       f"ahead at every exit layer timed (up to {layer})." if layer == deepest else
                       f"ahead while examples leave by layer {layer} (the deepest "
                       "\"exit at layer k\" row faster than it)."))
+  if result.get("goals_from"):
+    lines.append(f"- The goal lines below read the accuracy sweep of "
+                 f"{result['goals_from']['accuracy_date']} "
+                 f"({result['goals_from']['accuracy_file']}) against this run's timed rows.")
   for g in result.get("goals", []):
     lines.append(
         f"- Goal (>= 1.5x our full depth at batch 1; ahead of ORT fp32), batch {g['batch']}: "
@@ -314,6 +318,15 @@ def markdown(result):
   if result["failures"]:
     lines.append(f"- Not built: {result['failures']}")
   return "\n".join(lines) + "\n"
+
+
+def refresh_goals(result, accuracy, accuracy_date):
+  """`result` with its goals read again through another accuracy sweep (`accuracy`, of
+  `accuracy_date`), its timed rows unchanged: the latency of an exit layer does not depend on
+  which fine-tuned model's sweep chose the layer. Records which sweep the goals come from."""
+  goals = [g for g in (goal(result["rows"], b, accuracy) for b in result["batches"]) if g]
+  return dict(result, goals=goals, goals_from={
+      "accuracy_file": os.path.relpath(ACCURACY_FILE, REPO), "accuracy_date": accuracy_date})
 
 
 def write(result, out_dir, stem):

@@ -86,6 +86,9 @@ flags.DEFINE_enum("early_exit_size", "base", ["base", "tiny"], "With --early_exi
 flags.DEFINE_integer("early_exit_rounds", 30, "With --early_exit: timed rounds at batch 1 (a "
                      "sixth, at least 4, at batch 32); --quick: 3.")
 flags.DEFINE_list("early_exit_batches", ["1", "32"], "With --early_exit: batch sizes.")
+flags.DEFINE_list("early_exit_refresh_goals", [], "Result stems (e.g. early_exit,early_exit_avx2)"
+                  " whose goal lines are read again through the current accuracy sweep "
+                  "(bench/results/early_exit_accuracy_order.json), without timing anything.")
 flags.DEFINE_list("patiences", [], "With --early_exit: patience rows (default 1..6; tiny 1,2).")
 flags.DEFINE_list("exit_layers", [], "With --early_exit: forced exit layers (default "
                   "2,4,..,12; tiny 2,4).")
@@ -270,8 +273,28 @@ def main_early_exit():
   print(f"written: {out}.{{md,json}}")
 
 
+def main_refresh_goals(results_dir=os.path.join(HERE, "results")):
+  """--early_exit_refresh_goals: rewrites results/<stem>.{json,md} with goals from the current
+  accuracy sweep (early_exit_peers.refresh_goals)."""
+  import early_exit_peers  # pylint: disable=g-import-not-at-top
+  with open(early_exit_peers.ACCURACY_FILE, encoding="utf-8") as f:
+    accuracy = json.load(f)
+  for stem in FLAGS.early_exit_refresh_goals:
+    path = os.path.join(results_dir, stem + ".json")
+    if not os.path.exists(path):
+      raise app.UsageError(f"--early_exit_refresh_goals: no {path}")
+    with open(path, encoding="utf-8") as f:
+      result = json.load(f)
+    result = early_exit_peers.refresh_goals(result, accuracy,
+                                            accuracy.get("machine", {}).get("date"))
+    print(f"written: {early_exit_peers.write(result, results_dir, stem)}.{{md,json}}")
+
+
 def main(_):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  if FLAGS.early_exit_refresh_goals:
+    main_refresh_goals()
+    return
   if FLAGS.early_exit:
     main_early_exit()
     return

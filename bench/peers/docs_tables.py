@@ -212,7 +212,39 @@ def frozen_table(files):
   return "\n".join(lines)
 
 
+EARLY_EXIT_MODELS = ("full depth", "exit at layer 2", "exit at layer 4", "exit at layer 6",
+                     "exit at layer 8", "ORT fp32", "ORT fp32 fused", "model garden fp32")
+
+
+def early_exit_table(files):
+  """Early exit beside the peers (bench/peers/early_exit_peers.py), one column group per
+  results file (its ISA label): median ms, and the time as a fraction of our full depth's and
+  of ORT fp32's (medians of per-round ratios)."""
+  results = [load(name) for name in files]
+  header = ["batch", "model"]
+  for result in results:
+    label = "AVX2 cap" if result["isa"]["cap"] else result["isa"]["effective"]
+    ort = " (native)" if result["isa"]["cap"] else ""
+    header += [f"{label}: ms", f"{label}: time ÷ our full depth",
+               f"{label}: time ÷ ORT fp32{ort}"]
+  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+  for batch in results[0]["batches"]:
+    for model in EARLY_EXIT_MODELS:
+      cells = [str(batch), model]
+      for result in results:
+        row = [r for r in result["rows"] if (r["batch"], r["model"]) == (batch, model)]
+        if not row or row[0]["status"] != "ok":
+          cells += ["not run", "", ""]
+          continue
+        row = row[0]
+        cells += [f"{row['median']:.0f}", f"{row['vs_full_depth']:.2f}",
+                  f"{row['vs_ort_fp32']:.2f}"]
+      lines.append("| " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
 TABLES = {
+    "early-exit": lambda: early_exit_table(["early_exit.json", "early_exit_avx2.json"]),
     "sizes-batch1": lambda: cells_table("sizes_batch1.json", {1}),
     "sizes-batch1-goals": lambda: goals_table("sizes_batch1.json", 1),
     "sizes-batch32": lambda: cells_table("sizes.json", {32}),

@@ -1,12 +1,32 @@
-"""Files written whole or not at all, and cheap or exact file identities.
+"""The one door to files: every path a user gives may be local or a tf.io.gfile URL.
+
+A TPU reads its input and writes its checkpoints through Cloud Storage, so every file albert_tf
+reads or writes on a user's path goes through this module: `open_file`, `read_bytes`,
+`read_text`, `exists`, `isdir`, `isfile`, `listdir`, `walk`, `getsize`, `glob_paths`,
+`makedirs`, `copy`, `copytree`, `remove`, `replace`, `abspath`. Local paths use Python's own
+calls; any `scheme://` path (gs://, and ram:// which the tests use as a stand-in bucket) goes
+through tf.io.gfile, and TensorFlow is imported only then, so TensorFlow-free tools can use this
+module. `tests/test_fileio.py` greps albert_tf/ for local-only file calls outside this module.
 
 Every result file, cache, checkpoint side-file and export of albert_tf is written through
 `atomic_path` (write to a temporary name in the target directory, then rename over the final
-name), so a run killed half-way never leaves a truncated file that a later run would trust.
-Paths may be local or any filesystem tf.io.gfile knows (gs://...); TensorFlow is imported only
-for non-local paths, so TensorFlow-free tools can use this module.
+name), so a run killed half-way never leaves a truncated file that a later run would trust. On
+an object store a file rename is a copy and a delete, but the copy is one object write, so a
+reader still sees the old object or the whole new one (never half of it). Directories cannot be
+renamed whole there: see `publish_directory`.
+
+Where TensorFlow's in-memory filesystem (ram://) differs from Cloud Storage:
+* ram:// calls every prefix of a file's name an existing directory (`ckpt-4` once
+  `ckpt-4.index` exists); `isdir` and `exists` here ask the parent's listing instead, which is
+  right on both.
+* ram:// lists only directories made with `makedirs`: a file written into a directory nobody
+  made is found by its path but not by `listdir` of its parent; every writer here makes the
+  parents first (as on a local disk).
+* ram:// renames a directory's own entry but not the files below it; Cloud Storage renames
+  each object. Neither is atomic, so nothing here renames a directory off the local disk.
 """
 
+import builtins
 import contextlib
 import glob
 import hashlib
@@ -27,8 +47,110 @@ def _gfile():
 
 
 def exists(path):
-  """True if the file or directory exists (local or tf.io.gfile path)."""
-  return os.path.exists(path) if is_local(path) else _gfile().exists(path)
+  """True if the file or directory exists (local or tf.io.gfile path; on ram:// a mere prefix
+  of a file's name does not count, see `isdir`)."""
+  path = os.fspath(path)
+  return os.path.exists(path) if is_local(path) else isfile(path) or isdir(path)
+
+
+def isdir(path):
+  """True if `path` is a directory. On object stores: a name its parent lists as a directory
+  (ram:// alone would also call `run/ckpt-4` a directory once `run/ckpt-4.index` exists)."""
+  path = os.fspath(path)
+  if is_local(path):
+    return os.path.isdir(path)
+  path = path.rstrip("/")
+  if not _gfile().isdir(path):
+    return False
+  parent, name = path.rsplit("/", 1)
+  if parent.endswith(":/") or parent.endswith("://"):  # a bucket: "gs://b"
+    return True
+  try:
+    return name in {entry.rstrip("/") for entry in _gfile().listdir(parent)}
+  except Exception:  # pylint: disable=broad-except
+    return True
+
+
+def isfile(path):
+  """True if `path` is a regular file (local or tf.io.gfile path)."""
+  path = os.fspath(path)
+  if is_local(path):
+    return os.path.isfile(path)
+  try:
+    return not _gfile().stat(path).is_directory
+  except Exception:  # pylint: disable=broad-except  (tf.errors.NotFoundError)
+    return False
+
+
+def getsize(path):
+  """A file's size in bytes."""
+  path = os.fspath(path)
+  return os.path.getsize(path) if is_local(path) else _gfile().stat(path).length
+
+
+def listdir(path):
+  """The names in a directory, sorted (sub-directories without a trailing "/")."""
+  path = os.fspath(path)
+  if is_local(path):
+    return sorted(os.listdir(path))
+  return sorted({name.rstrip("/") for name in _gfile().listdir(path)})
+
+
+def walk(top):
+  """os.walk's (dirpath, dirnames, filenames), top-down, for any path."""
+  top = os.fspath(top)
+  return os.walk(top) if is_local(top) else _gfile().walk(top)
+
+
+def abspath(path):
+  """An absolute local path; a URL as it is."""
+  path = os.fspath(path)
+  return os.path.abspath(path) if is_local(path) else path
+
+
+def open_file(path, mode="r", encoding="utf-8"):
+  """A file object for any path: Python's `open` locally (text modes decode `encoding`), else
+  tf.io.gfile.GFile (text is UTF-8 there). Use it as a context manager."""
+  path = os.fspath(path)
+  if is_local(path):
+    if "b" in mode:
+      return builtins.open(path, mode)
+    return builtins.open(path, mode, encoding=encoding)
+  return _gfile().GFile(path, mode)
+
+
+def read_bytes(path):
+  """The bytes of a file."""
+  with open_file(path, "rb") as f:
+    return f.read()
+
+
+def read_text(path, encoding="utf-8"):
+  """The text of a file (UTF-8 unless `encoding`; a bad byte raises UnicodeDecodeError)."""
+  return read_bytes(path).decode(encoding)
+
+
+def copy(source, target):
+  """Copies the file `source` to `target` (replacing it), across filesystems too."""
+  source, target = os.fspath(source), os.fspath(target)
+  if is_local(source) and is_local(target):
+    shutil.copyfile(source, target)
+  else:
+    _gfile().copy(source, target, overwrite=True)
+
+
+def copytree(source, target):
+  """Copies the directory `source` into `target` (created; existing files replaced)."""
+  source, target = os.fspath(source).rstrip("/"), os.fspath(target).rstrip("/")
+  makedirs(target)
+  for dirpath, dirnames, filenames in walk(source):
+    relative = os.path.relpath(dirpath, source) if is_local(source) else dirpath[len(source):]
+    relative = relative.strip("/")
+    here = os.path.join(target, relative) if relative not in ("", ".") else target
+    for name in dirnames:
+      makedirs(os.path.join(here, name))
+    for name in filenames:
+      copy(os.path.join(dirpath, name), os.path.join(here, name))
 
 
 def glob_paths(pattern):
@@ -139,10 +261,10 @@ def remove_temporaries(directory, names=None, of_pid=None):
     The paths removed.
   """
   directory = os.fspath(directory) or "."
-  if not is_local(directory) or not os.path.isdir(directory):
+  if not isdir(directory):
     return []
   removed = []
-  for entry in sorted(os.listdir(directory)):
+  for entry in listdir(directory):
     match = _TEMPORARY.search(entry)
     if not match or (names is not None and not any(
         entry.startswith((name, "." + name)) for name in names)):
@@ -158,16 +280,16 @@ def remove_temporaries(directory, names=None, of_pid=None):
 
 def remove(path):
   """Deletes a file or a whole directory tree; nothing happens if `path` does not exist."""
+  path = os.fspath(path)
   if is_local(path):
     if os.path.isdir(path):
       shutil.rmtree(path, ignore_errors=True)
     elif os.path.exists(path):
       os.remove(path)
-  elif _gfile().exists(path):
-    if _gfile().isdir(path):
-      _gfile().rmtree(path)
-    else:
-      _gfile().remove(path)
+  elif isdir(path):
+    _gfile().rmtree(path)
+  elif isfile(path):
+    _gfile().remove(path)
 
 
 def replace(source, target):
@@ -176,6 +298,33 @@ def replace(source, target):
     os.replace(source, target)
   else:
     _gfile().rename(source, target, overwrite=True)
+
+
+def publish_directory(staging, target, last=None):
+  """Makes the directory `staging` appear as `target` (replacing it) and removes `staging`.
+
+  Locally one rename: `target` appears whole at once. An object store has no directory rename,
+  so the files are copied into `target` one by one with `last` (a name relative to `staging`,
+  e.g. "saved_model.pb") copied after all others: a reader that waits for `last` (TF Serving
+  cannot load a SavedModel before its saved_model.pb is there) never sees a partial directory.
+  An old `target` is removed first.
+  """
+  staging, target = os.fspath(staging).rstrip("/"), os.fspath(target).rstrip("/")
+  if is_local(target) and is_local(staging):
+    if os.path.isdir(target):
+      remove(target)
+    os.replace(staging, target)
+    return
+  remove(target)
+  files = []
+  for dirpath, _, filenames in walk(staging):
+    relative = dirpath[len(staging):].strip("/")
+    files.extend(os.path.join(relative, name) if relative else name for name in filenames)
+  files.sort(key=lambda name: (name == last, name))
+  for name in files:
+    makedirs(os.path.dirname(os.path.join(target, name)))
+    copy(os.path.join(staging, name), os.path.join(target, name))
+  remove(staging)
 
 
 # Called before every atomic write is committed (innermost writes first); one that raises
@@ -216,7 +365,10 @@ def atomic_path(path):
     run_commit_checks()
     if is_local(temp) and os.path.isfile(temp):
       os.chmod(temp, 0o644)  # as a plain open() would have made it
-    replace(temp, path)
+    if not is_local(temp) and isdir(temp):
+      publish_directory(temp, path)
+    else:
+      replace(temp, path)
   finally:
     if exists(temp):
       remove(temp)
@@ -224,25 +376,14 @@ def atomic_path(path):
 
 def write_text(path, text):
   """Writes `text` (UTF-8) to `path` atomically. Returns `path`."""
-  with atomic_path(path) as temp:
-    if is_local(temp):
-      with open(temp, "w", encoding="utf-8") as f:
-        f.write(text)
-    else:
-      with _gfile().GFile(temp, "w") as f:
-        f.write(text)
-  return path
+  return write_bytes(path, text.encode("utf-8"))
 
 
 def write_bytes(path, data):
   """Writes `data` to `path` atomically. Returns `path`."""
   with atomic_path(path) as temp:
-    if is_local(temp):
-      with open(temp, "wb") as f:
-        f.write(data)
-    else:
-      with _gfile().GFile(temp, "wb") as f:
-        f.write(data)
+    with open_file(temp, "wb") as f:
+      f.write(data)
   return path
 
 
@@ -253,11 +394,7 @@ def write_json(path, value, **dump_kwargs):
 
 def read_json(path):
   """The JSON value in `path`."""
-  if is_local(path):
-    with open(path, "r", encoding="utf-8") as f:
-      return json.load(f)
-  with _gfile().GFile(path, "r") as f:
-    return json.load(f)
+  return json.loads(read_text(path))
 
 
 def file_sha1(path):
@@ -265,17 +402,20 @@ def file_sha1(path):
   if not path:
     return None
   digest = hashlib.sha1()
-  opener = (lambda: open(path, "rb")) if is_local(path) else (
-      lambda: _gfile().GFile(path, "rb"))
-  with opener() as f:
+  with open_file(path, "rb") as f:
     for chunk in iter(lambda: f.read(1 << 20), b""):
       digest.update(chunk)
   return digest.hexdigest()
 
 
 def file_fingerprint(path):
-  """Cheap identity of a local input file: absolute path, size and mtime (None: no file)."""
-  if not path or not os.path.exists(path):
+  """Cheap identity of an input file: absolute path (or URL), size and mtime (None: no file).
+  (ram:// keeps no mtime: there it is 0, and the size alone tells versions apart.)"""
+  if not path or not exists(path):
     return None
-  stat = os.stat(path)
-  return {"path": os.path.abspath(path), "size": stat.st_size, "mtime": int(stat.st_mtime)}
+  path = os.fspath(path)
+  if is_local(path):
+    stat = os.stat(path)
+    return {"path": os.path.abspath(path), "size": stat.st_size, "mtime": int(stat.st_mtime)}
+  stat = _gfile().stat(path)
+  return {"path": path, "size": stat.length, "mtime": int(stat.mtime_nsec // 10**9)}

@@ -19,6 +19,8 @@ Where TensorFlow's in-memory filesystem (ram://) differs from Cloud Storage:
 * ram:// calls every prefix of a file's name an existing directory (`ckpt-4` once
   `ckpt-4.index` exists); `isdir` and `exists` here ask the parent's listing instead, which is
   right on both.
+* ram:// lists a directory by bare prefix (`run/train` shows "_input_state" for a sibling
+  `run/train_input_state/`); `listdir` keeps only real children there.
 * ram:// lists only directories made with `makedirs`: a file written into a directory nobody
   made is found by its path but not by `listdir` of its parent; every writer here makes the
   parents first (as on a local disk).
@@ -28,6 +30,7 @@ Where TensorFlow's in-memory filesystem (ram://) differs from Cloud Storage:
 
 import builtins
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -93,13 +96,29 @@ def listdir(path):
   path = os.fspath(path)
   if is_local(path):
     return sorted(os.listdir(path))
-  return sorted({name.rstrip("/") for name in _gfile().listdir(path)})
+  path = path.rstrip("/")
+  names = sorted({name.rstrip("/") for name in _gfile().listdir(path)})
+  if path.startswith("ram://"):
+    # ram:// lists by bare prefix: `run/train` also yields "_input_state" for a sibling
+    # `run/train_input_state/...`. Keep only real children (Cloud Storage lists by "dir/").
+    names = [name for name in names if isfile(f"{path}/{name}")
+             or _gfile().isdir(f"{path}/{name}")]
+  return names
 
 
 def walk(top):
   """os.walk's (dirpath, dirnames, filenames), top-down, for any path."""
   top = os.fspath(top)
-  return os.walk(top) if is_local(top) else _gfile().walk(top)
+  if is_local(top):
+    yield from os.walk(top)
+    return
+  top = top.rstrip("/")
+  names = listdir(top)
+  files = [name for name in names if isfile(f"{top}/{name}")]
+  dirs = [name for name in names if name not in files]
+  yield top, dirs, files
+  for name in dirs:
+    yield from walk(f"{top}/{name}")
 
 
 def abspath(path):
@@ -110,19 +129,38 @@ def abspath(path):
 
 def open_file(path, mode="r", encoding="utf-8"):
   """A file object for any path: Python's `open` locally (text modes decode `encoding`), else
-  tf.io.gfile.GFile (text is UTF-8 there). Use it as a context manager."""
+  tf.io.gfile.GFile (text is UTF-8 there). Use it as a context manager.
+
+  A missing file raises FileNotFoundError on every filesystem (GFile alone would open lazily and
+  raise TensorFlow's NotFoundError at the first read), so callers handle OSError once."""
   path = os.fspath(path)
   if is_local(path):
     if "b" in mode:
       return builtins.open(path, mode)
     return builtins.open(path, mode, encoding=encoding)
+  if "r" in mode and not isfile(path):
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
   return _gfile().GFile(path, mode)
 
 
 def read_bytes(path):
-  """The bytes of a file."""
-  with open_file(path, "rb") as f:
-    return f.read()
+  """The bytes of a file (a failure on any filesystem is an OSError: FileNotFoundError,
+  PermissionError, ...)."""
+  path = os.fspath(path)
+  if is_local(path):
+    with builtins.open(path, "rb") as f:
+      return f.read()
+  import tensorflow as tf  # lazy: only scheme:// paths need TensorFlow
+  try:
+    with open_file(path, "rb") as f:
+      return f.read()
+  except tf.errors.NotFoundError:
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", path) from None
+  except tf.errors.PermissionDeniedError:
+    raise PermissionError(errno.EACCES, "Permission denied", path) from None
+  except tf.errors.OpError as e:
+    raise OSError(errno.EIO, " ".join(str(e.message or type(e).__name__).split()),
+                  path) from None
 
 
 def read_text(path, encoding="utf-8"):

@@ -485,7 +485,7 @@ class _ShardedWriter:
     try:
       for path in self.tmp_files:
         parent = os.path.dirname(path)
-        if parent and "://" not in path:
+        if parent:  # on a bucket too: a directory nobody made is not listed there (ram://)
           fileio.makedirs(parent)
         self._writers.append(tf.io.TFRecordWriter(path))
     except (OSError, tf.errors.OpError) as e:

@@ -29,6 +29,7 @@ import runpy
 import signal
 import sys
 import threading
+import traceback
 
 from tests.helpers.paths import REPO
 
@@ -95,6 +96,9 @@ def run_one(run, baseline):
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
       exit_code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # pylint: disable=broad-except  (a traceback: what the test reports)
+      traceback.print_exc()
+      exit_code = 1
   _reset_flags(baseline)
   return {"name": run["name"], "exit": exit_code, "stdout": out.copy.getvalue(),
           "stderr": err.copy.getvalue(), "signalled": sent.is_set()}

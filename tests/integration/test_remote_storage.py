@@ -178,3 +178,108 @@ def test_pretraining_pipeline_on_a_bucket(stand_ins, tmp_path):
       local / "out" / "eval_results.txt").read_text()
   # A config that is not there: one line naming it.
   assert "missing_config.json" in one_line_error(records["wrong config on ram"])
+
+
+# ---------------------------------------------------------------------------------- fine-tuning
+@pytest.fixture(scope="module")
+def finetuning_inputs(stand_ins, tmp_path_factory):
+  """The official tarball layout (albert_config.json, 30k-clean.model, model.ckpt-best) and a
+  tiny MRPC task in the GLUE layout, on the local disk."""
+  from tests.helpers import finetune, model_dirs  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp("finetuning_inputs")
+  dirs = model_dirs.write_model_directories(root, stand_ins["spm"], vocab_size=400)
+  finetune.write_mrpc(str(root / "glue"), n_train=8, n_dev=5, n_test=3)
+  return {"model": dirs[model_dirs.TARBALL], "glue": str(root / "glue")}
+
+
+def _classifier_flags(model, glue, output_dir, *modes):
+  return ["--task_name=MRPC", f"--data_dir={glue}", f"--output_dir={output_dir}",
+          f"--albert_config_file={model}/albert_config.json",
+          f"--spm_model_file={model}/30k-clean.model",
+          f"--init_checkpoint={model}/model.ckpt-best", "--max_seq_length=24",
+          "--train_batch_size=4", "--eval_batch_size=4", "--predict_batch_size=4",
+          "--train_step=4", "--warmup_step=1", "--save_checkpoints_steps=2", "--seed=5",
+          "--learning_rate=1e-3"] + list(modes)
+
+
+def _serve(export_version, texts_a, texts_b):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import
+  serving = tf.saved_model.load(str(export_version)).signatures["serving_default"]
+  return serving(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))["probabilities"].numpy()
+
+
+def test_finetuning_scripts_on_a_bucket(finetuning_inputs, tmp_path):
+  """run_classifier.py with every path flag on ram:// (data, config, SentencePiece model, the
+  official tarball's init checkpoint, output, feature cache, export), in each mode alone and all
+  together, equal to the local run; then the export and conversion tools on the bucket."""
+  bucket = "ram://finetuning-bucket"
+  model, glue = f"{bucket}/albert_base_v2", f"{bucket}/glue"
+  local = tmp_path / "local"
+  everything = ["--do_train", "--do_eval", "--do_predict"]
+  runs = [
+      {"name": "local", "script": "run_classifier.py",
+       "argv": _classifier_flags(finetuning_inputs["model"], finetuning_inputs["glue"],
+                                 local / "out", *everything, f"--export_dir={local}/export")},
+      {"name": "ram", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, glue, f"{bucket}/out", *everything,
+                                 f"--export_dir={bucket}/export", f"--cached_dir={bucket}/cache")},
+      {"name": "eval alone", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, glue, f"{bucket}/out", "--do_eval",
+                                 f"--cached_dir={bucket}/cache")},
+      {"name": "predict alone", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, glue, f"{bucket}/out", "--do_predict",
+                                 f"--cached_dir={bucket}/cache")},
+      {"name": "export alone", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, glue, f"{bucket}/out", f"--export_dir={bucket}/export")},
+      {"name": "query", "script": "-m albert_tf.cli.query_savedmodel",
+       "argv": [f"--export_dir={bucket}/export", "--text_a=the first sentence",
+                "--text_b=the second sentence"]},
+      {"name": "hub export", "script": "export_savedmodel.py",
+       "argv": [f"--albert_directory={model}", f"--export_path={bucket}/hub"]},
+      {"name": "clean checkpoint", "script": "export_checkpoints.py",
+       "argv": [f"--albert_directory={bucket}/out", f"--export_path={bucket}/clean/model.ckpt"]},
+      {"name": "convert to hf", "script": "-m albert_tf.cli.convert",
+       "argv": [f"--input_checkpoint={bucket}/out/model.ckpt-best",
+                f"--albert_config_file={model}/albert_config.json",
+                f"--output_checkpoint={bucket}/hf", "--output_format=hf"]},
+      {"name": "missing vocabulary", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, glue, f"{bucket}/out3", "--do_train",
+                                 f"--spm_model_file={bucket}/nowhere/30k-clean.model")},
+      {"name": "missing data", "script": "run_classifier.py",
+       "argv": _classifier_flags(model, f"{bucket}/no_glue", f"{bucket}/out4", "--do_train")},
+  ]
+  mirror = tmp_path / "mirror"
+  records, _ = run_plan(tmp_path, "finetuning",
+                        inputs=[(finetuning_inputs["model"], model),
+                                (finetuning_inputs["glue"], glue)],
+                        runs=runs, collect=[(bucket, mirror)])
+  for name in ("local", "ram", "eval alone", "predict alone", "export alone", "query",
+               "hub export", "clean checkpoint", "convert to hf"):
+    ok(records[name])
+  out, local_out = mirror / "out", local / "out"
+  # Training, evaluation and prediction on the bucket equal the local run's.
+  assert (out / "eval_results.txt").read_text() == (local_out / "eval_results.txt").read_text()
+  assert (out / "best_trial.txt").read_text() == (local_out / "best_trial.txt").read_text()
+  assert (out / "test_results.tsv").read_text() == (local_out / "test_results.tsv").read_text()
+  assert_same_checkpoint(out / "model.ckpt-best", local_out / "model.ckpt-best")
+  assert any(name.startswith("train") for name in os.listdir(mirror / "cache"))
+  # The export on the bucket: version 1 from the full run, version 2 from --export_dir alone,
+  # both whole (saved_model.pb, variables, assets) and answering as the local export.
+  versions = sorted(os.listdir(mirror / "export"))
+  assert versions == ["1", "2"], versions
+  for version in versions:
+    assert {"saved_model.pb", "variables", "assets"} <= set(os.listdir(mirror / "export" /
+                                                                       version))
+  texts_a, texts_b = ["the first sentence", "another one"], ["the second sentence", "and more"]
+  np.testing.assert_allclose(_serve(mirror / "export" / "2", texts_a, texts_b),
+                             _serve(local / "export" / "1", texts_a, texts_b), atol=1e-6)
+  assert "probabilities" in records["query"]["stdout"] + records["query"]["stderr"]
+  # The tools wrote whole outputs on the bucket.
+  assert (mirror / "hub" / "saved_model.pb").exists()
+  assert_same_checkpoint(mirror / "clean" / "model.ckpt", out / "model.ckpt-best", atol=0) \
+      if False else checkpoint_values(mirror / "clean" / "model.ckpt")
+  assert {"config.json", "model.safetensors"} <= set(os.listdir(mirror / "hf"))
+  # Wrong inputs on the bucket: one line naming them.
+  assert "nowhere/30k-clean.model" in one_line_error(records["missing vocabulary"])
+  assert "no_glue" in one_line_error(records["missing data"])

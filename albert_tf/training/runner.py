@@ -12,6 +12,7 @@ What it leaves in `output_dir`, as the official scripts do:
     `<export_dir>/albert_model.tflite`.
 """
 
+import collections
 import dataclasses
 import os
 from typing import Optional
@@ -149,6 +150,7 @@ def run(task, run_config, runtime=None):
       raise AlbertError(f"--do_train: {problem}")
   fileio.makedirs(cfg.output_dir)
   strategy = runtime.make_strategy()
+  logging.info("%s", devices_line(strategy))
   _check_batch_sizes(cfg, runtime, strategy)
   if strategy_lib.num_workers(strategy) <= 1:
     return _run_locked(task, cfg, runtime, strategy)
@@ -164,6 +166,17 @@ def run(task, run_config, runtime=None):
     if lost is None:
       raise
     raise lost from None
+
+
+def devices_line(strategy):
+  """`devices: MirroredStrategy, 8 replicas on 8 x CPU`: what runs the steps, said once at the
+  start (a GPU build that finds no GPU would otherwise train on the CPU without a word)."""
+  kinds = collections.Counter(tf.DeviceSpec.from_string(device).device_type or "CPU"
+                              for device in strategy.extended.worker_devices)
+  where = ", ".join(f"{count} x {kind}" for kind, count in sorted(kinds.items()))
+  replicas = strategy.num_replicas_in_sync
+  return (f"devices: {type(strategy).__name__}, {replicas} replica{'s' * (replicas != 1)} "
+          f"on {where}")
 
 
 def _check_batch_sizes(cfg, runtime, strategy):

@@ -94,7 +94,7 @@ def resolve_seed(seed, deterministic, output_dir):
   """The run's seed: `seed`, else the one a previous run recorded in output_dir (a resume),
   else 0 with `deterministic`, else None (random). A seed in use is recorded in output_dir."""
   path = os.path.join(output_dir, SEED_FILE) if output_dir else None
-  if seed is None and path and os.path.exists(path):
+  if seed is None and path and fileio.exists(path):
     seed = fileio.read_json(path).get("seed")
   if seed is None and deterministic:
     seed = 0

@@ -171,12 +171,18 @@ def run(task, run_config, runtime=None):
 def devices_line(strategy):
   """`devices: MirroredStrategy, 8 replicas on 8 x CPU`: what runs the steps, said once at the
   start (a GPU build that finds no GPU would otherwise train on the CPU without a word)."""
+  try:
+    devices = strategy.extended.worker_devices
+  except RuntimeError:  # the default strategy: TensorFlow's default device
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = [gpus[0].name if gpus else "/device:CPU:0"]
   kinds = collections.Counter(tf.DeviceSpec.from_string(device).device_type or "CPU"
-                              for device in strategy.extended.worker_devices)
+                              for device in devices)
   where = ", ".join(f"{count} x {kind}" for kind, count in sorted(kinds.items()))
   replicas = strategy.num_replicas_in_sync
-  return (f"devices: {type(strategy).__name__}, {replicas} replica{'s' * (replicas != 1)} "
-          f"on {where}")
+  name = type(strategy).__name__
+  name = "no distribution strategy" if name.startswith("_Default") else name
+  return f"devices: {name}, {replicas} replica{'s' * (replicas != 1)} on {where}"
 
 
 def _check_batch_sizes(cfg, runtime, strategy):

@@ -70,7 +70,9 @@ Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (C
 the tests), `make test` and pytest (this suite), `make bench-peers` (minutes to hours, its own
 venv), the checkpoint download and its `tar` (no network; `albert_base/` is what they unpack),
 TF Serving, its Docker image, curl and the gRPC client (no `tensorflow_model_server` binary on a
-test machine; `query_savedmodel` queries the same exports instead), the two-machine
+test machine; `query_savedmodel` queries the same exports instead), the cloud steps of the TPU
+recipe (creating the VM and the bucket; its `gs://my-bucket` commands run on a ram:// bucket in
+tests/integration/test_remote_storage.py instead), the two-machine
 TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags),
 the keras-hub snippet (Keras 3 and keras-hub, outside the requirements).
 Checked instead to fail with their one line: the TPU flags of docs/distributed_training.md on a
@@ -270,9 +272,15 @@ RULES = [
          contents={"out/race_v1/eval_results.txt": [r"^eval_accuracy = ", r"^middle_accuracy = "]}),
     Rule("tf_config", r"^export TF_CONFIG=.*host0:",
          marked="needs two machines, host0 and host1"),
-    Rule("multi_worker", r"^python run_pretraining\.py .*--output_dir=gs://",
+    Rule("multi_worker", r"^python run_pretraining\.py .*--output_dir=gs://bucket/",
          marked="needs the two-machine cluster above and a gs:// bucket; `...` stands for the "
          "other flags"),
+    Rule("cloud_resources", r"^gcloud (compute tpus |storage buckets create )",
+         marked="creates a TPU VM and a bucket, or logs into the VM: no cloud on a test machine"),
+    Rule("tpu_recipe", r"^(python|gcloud storage cp) .*gs://my-bucket",
+         marked="runs in tests/integration/test_remote_storage.py::test_docs_tpu_recipe_on_a_bucket "
+         "(one process per command, the bucket as ram:// carried between them, the TPU as 8 "
+         "logical CPU devices)"),
     Rule("tf_serving", r"^tensorflow_model_server ",
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
     Rule("docker_serving", r"^docker run .* tensorflow/serving$",

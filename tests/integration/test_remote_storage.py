@@ -286,58 +286,82 @@ def test_finetuning_scripts_on_a_bucket(finetuning_inputs, tmp_path):
   assert "no_glue" in one_line_error(records["missing data"])
 
 
-# ---------------------------------------------------------------------------------- TPU, simulated
-def test_tpu_simulation_on_a_bucket(stand_ins, finetuning_inputs, tmp_path):
-  """The 8-device TPU simulation (8 logical CPU devices under MirroredStrategy, padded
-  eval/predict batches, static shapes) with every path on ram://: pretraining and fine-tuning
-  give the local run's checkpoints and results."""
-  bucket = "ram://tpu-bucket"
-  local = tmp_path / "local"
-  model = f"{bucket}/albert_base_v2"
-  tpu = ["--strategy=mirrored", "--pad_eval_batches"]
-  records = local / "records" / "train.tfrecord"
-  data = [f"--input_file={stand_ins['corpus']}", f"--spm_model_file={stand_ins['spm']}",
-          "--do_lower_case", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDS}",
-          "--random_seed=3", "--dupe_factor=1", "--num_workers=1"]
-  runs = [
-      {"name": "data", "script": "create_pretraining_data.py",
-       "argv": data + [f"--output_file={records}"]},
-      {"name": "data ram", "script": "create_pretraining_data.py",
-       "argv": data + [f"--output_file={bucket}/records/train.tfrecord"]},
-      {"name": "pretrain local", "script": "run_pretraining.py",
-       "argv": _pretraining_flags(stand_ins["config"], records, local / "pre", 2, "--do_train",
-                                  "--do_eval", "--train_batch_size=8", "--eval_batch_size=8",
-                                  *tpu)},
-      {"name": "pretrain ram", "script": "run_pretraining.py",
-       "argv": _pretraining_flags(f"{bucket}/albert_config.json", f"{bucket}/records/*",
-                                  f"{bucket}/pre", 2, "--do_train", "--do_eval",
-                                  "--train_batch_size=8", "--eval_batch_size=8", *tpu)},
-      {"name": "classifier local", "script": "run_classifier.py",
-       "argv": _classifier_flags(finetuning_inputs["model"], finetuning_inputs["glue"],
-                                 local / "cls", "--do_train", "--do_eval", "--do_predict",
-                                 "--train_batch_size=8", "--eval_batch_size=8",
-                                 "--predict_batch_size=8", *tpu)},
-      {"name": "classifier ram", "script": "run_classifier.py",
-       "argv": _classifier_flags(model, f"{bucket}/glue", f"{bucket}/cls", "--do_train",
-                                 "--do_eval", "--do_predict", "--train_batch_size=8",
-                                 "--eval_batch_size=8", "--predict_batch_size=8", *tpu)},
-  ]
-  # One process per model kind: MirroredStrategy's collectives of two different models in one
-  # process collide (TensorFlow keys them by instance), as two separate jobs never would.
-  mirror = tmp_path / "mirror"
-  results, _ = run_plan(tmp_path, "tpu_pretraining", runs=runs[:4], logical_devices=8,
-                        inputs=[(stand_ins["config"], f"{bucket}/albert_config.json")],
-                        collect=[(f"{bucket}/pre", mirror / "pre")])
-  more, _ = run_plan(tmp_path, "tpu_classifier", runs=runs[4:], logical_devices=8,
-                     inputs=[(finetuning_inputs["model"], model),
-                             (finetuning_inputs["glue"], f"{bucket}/glue")],
-                     collect=[(f"{bucket}/cls", mirror / "cls")])
-  results.update(more)
-  for name in results:
-    ok(results[name])
-    assert "8 replicas" in results[name]["stderr"] or name.startswith("data"), name
-  assert_same_checkpoint(mirror / "pre" / "ckpt-2", local / "pre" / "ckpt-2", atol=1e-6)
-  assert (mirror / "pre" / "eval_results.txt").read_text() == (
-      local / "pre" / "eval_results.txt").read_text()
-  for name in ("eval_results.txt", "test_results.tsv", "best_trial.txt"):
-    assert (mirror / "cls" / name).read_text() == (local / "cls" / name).read_text(), name
+# ---------------------------------------------------------------------------------- the docs' TPU recipe
+TPU_PAGE = "docs/tpu_and_multi_gpu.md"
+DOCS_BUCKET = "gs://my-bucket"
+
+
+def _recipe_argv(command):
+  """A docs command as the simulation runs it: the bucket on ram://, the TPU as 8 logical CPU
+  devices, the docs harness's tiny sizes. Returns (script, argv)."""
+  import shlex  # pylint: disable=g-import-not-at-top
+  from tests.integration.test_readme import TINY_FLAGS  # pylint: disable=g-import-not-at-top
+  words = shlex.split(command.replace("$(nproc)", "2").replace(DOCS_BUCKET, "ram://my-bucket"))
+  assert words[0] == "python", command
+  argv = []
+  for word in words[2:]:
+    name = word[2:].split("=", 1)[0] if word.startswith("--") else None
+    if name in ("tpu", "tpu_name", "use_tpu"):
+      argv.append("--strategy=mirrored")  # a TPU's 8 cores: 8 logical CPU devices
+    elif name in ("tpu_zone", "gcp_project") or word == "--precision=bf16":
+      continue  # where the TPU is; its native precision (not this CPU's)
+    elif name in TINY_FLAGS:
+      argv.append(f"--{name}={TINY_FLAGS[name]}")
+    else:
+      argv.append(word)
+  if words[1] != "create_pretraining_data.py":
+    argv.append("--pad_eval_batches")  # as on a TPU (the rule keys on --tpu, rewritten above)
+  return words[1], argv
+
+
+@pytest.fixture(scope="module")
+def docs_stand_ins(tmp_path_factory):
+  """The README's stand-ins (albert_base/, corpus/, glue_data/ ...): tests/helpers/readme.py."""
+  from tests.helpers import readme  # pylint: disable=g-import-not-at-top
+  return readme.build_stand_ins(tmp_path_factory.mktemp("docs_stand_ins"))
+
+
+def test_docs_tpu_recipe_on_a_bucket(docs_stand_ins, tmp_path):
+  """docs/tpu_and_multi_gpu.md's TPU recipe, every command on its page that names the bucket,
+  in page order: `gcloud storage cp` copies the stand-ins to the bucket, each `python` command
+  runs in a process of its own with 8 logical devices, and the bucket (ram://my-bucket) is
+  carried from one process to the next as a real bucket outlives its clients. The export it
+  ends with is loaded from the bucket and answers."""
+  from tests.helpers import readme  # pylint: disable=g-import-not-at-top
+  page = readme.REPO_ROOT / TPU_PAGE
+  commands = [c.text for c in readme.readme_commands(page.read_text(encoding="utf-8"), TPU_PAGE)
+              if DOCS_BUCKET in c.text]
+  bucket = tmp_path / "bucket"  # the bucket's contents between two processes
+  bucket.mkdir()
+  ran = []
+  for index, command in enumerate(commands):
+    if command.startswith("gcloud storage cp -r "):
+      _, _, _, _, source, target = command.split()
+      target = bucket / target[len(DOCS_BUCKET) + 1:]
+      import shutil  # pylint: disable=g-import-not-at-top
+      shutil.copytree(docs_stand_ins / source, target)
+      continue
+    if not command.startswith("python "):  # creating the VM and the bucket, TF Serving
+      continue
+    script, argv = _recipe_argv(command)
+    after = tmp_path / f"bucket_{index}"
+    records, _ = run_plan(tmp_path, f"step{index}", inputs=[(bucket, "ram://my-bucket")],
+                          runs=[{"name": script, "script": script, "argv": argv}],
+                          collect=[("ram://my-bucket", after)], logical_devices=8)
+    record = ok(records[script])
+    if script != "create_pretraining_data.py":
+      assert "devices: MirroredStrategy, 8 replicas on 8 x CPU" in record["stderr"]
+    bucket = after
+    ran.append(script)
+  assert ran == ["create_pretraining_data.py", "run_pretraining.py", "run_classifier.py",
+                 "run_pretraining.py"], ran
+  assert (bucket / "records" / "train.tfrecord").stat().st_size > 0
+  assert (bucket / "albert_base_pretrain" / "eval_results.txt").exists()
+  assert (bucket / "mnli" / "eval_results.txt").exists()
+  assert (bucket / "albert_pod" / "ckpt-2.index").exists()
+  # The export TF Serving would read from the bucket: version 1, whole, answering MNLI pairs.
+  export = bucket / "serving" / "mnli"
+  assert sorted(os.listdir(export)) == ["1"]
+  probabilities = _serve(export / "1", ["The cat sat on the mat."], ["A cat is sitting."])
+  assert probabilities.shape == (1, 3)
+  np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)

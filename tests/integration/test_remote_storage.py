@@ -365,3 +365,70 @@ def test_docs_tpu_recipe_on_a_bucket(docs_stand_ins, tmp_path):
   probabilities = _serve(export / "1", ["The cat sat on the mat."], ["A cat is sitting."])
   assert probabilities.shape == (1, 3)
   np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------- SQuAD, RACE, own CSV
+def _model_flags(model):
+  return [f"--albert_config_file={model}/albert_config.json",
+          f"--spm_model_file={model}/30k-clean.model",
+          f"--init_checkpoint={model}/model.ckpt-best", "--max_seq_length=64", "--seed=5",
+          "--train_batch_size=4", "--learning_rate=1e-3", "--save_checkpoints_steps=2"]
+
+
+def test_squad_race_and_own_files_on_a_bucket(docs_stand_ins, tmp_path):
+  """run_squad.py (v2.0: train, predict, export), run_race.py (train, eval) and run_classifier.py
+  on your own CSV files (train, eval, predict), every path on ram://, equal to local runs."""
+  bucket = "ram://tasks-bucket"
+  root, local = docs_stand_ins, tmp_path / "local"
+
+  def squad(where, out, *extra):
+    return _model_flags(f"{where}/albert_base") + [
+        f"--train_file={where}/train-v2.0.json", f"--predict_file={where}/dev-v2.0.json",
+        f"--output_dir={out}", "--version_2_with_negative", "--do_train", "--do_predict",
+        "--doc_stride=32", "--max_query_length=16", "--num_train_epochs=1",
+        "--predict_batch_size=4"] + list(extra)
+
+  def race(where, out, *extra):
+    return _model_flags(f"{where}/albert_base") + [
+        f"--data_dir={where}", f"--output_dir={out}", "--do_train", "--do_eval",
+        "--max_qa_length=16", "--train_step=2", "--warmup_step=1", "--eval_batch_size=4"
+        ] + list(extra)
+
+  def own(where, out, *extra):
+    return _model_flags(f"{where}/albert_base") + [
+        "--task_name=custom", f"--data_dir={where}/data", f"--output_dir={out}",
+        "--text_a_column=text", "--label_column=label", "--do_train", "--do_eval",
+        "--do_predict", "--train_step=2", "--warmup_step=1", "--eval_batch_size=4",
+        "--predict_batch_size=4"] + list(extra)
+
+  runs = []
+  for name, script, make in (("squad", "run_squad.py", squad), ("race", "run_race.py", race),
+                             ("own", "run_classifier.py", own)):
+    runs.append({"name": f"{name} local", "script": script,
+                 "argv": make(root, local / name)})
+    extra = ([f"--export_dir={bucket}/squad_export",
+              f"--train_feature_file={bucket}/cache/train.tfrecord",
+              f"--predict_feature_file={bucket}/cache/predict.tfrecord",
+              f"--predict_feature_left_file={bucket}/cache/predict_left.json"]
+             if name == "squad" else [f"--cached_dir={bucket}/cache_{name}"])
+    runs.append({"name": f"{name} ram", "script": script,
+                 "argv": make(bucket, f"{bucket}/{name}", *extra)})
+  inputs = [(root / name, f"{bucket}/{name}") for name in (
+      "albert_base", "train-v2.0.json", "dev-v2.0.json", "RACE", "data")]
+  mirror = tmp_path / "mirror"
+  records, _ = run_plan(tmp_path, "tasks", inputs=inputs, runs=runs,
+                        collect=[(bucket, mirror)])
+  for record in records.values():
+    ok(record)
+  for name in ("predictions.json", "nbest_predictions.json", "null_odds.json"):
+    assert json.loads((mirror / "squad" / name).read_text()) == json.loads(
+        (local / "squad" / name).read_text()), name
+  assert os.listdir(mirror / "squad_export") == ["1"]
+  assert {"train.tfrecord", "predict.tfrecord", "predict_left.json"} <= set(
+      os.listdir(mirror / "cache"))
+  for name in ("race", "own"):
+    assert (mirror / name / "eval_results.txt").read_text() == (
+        local / name / "eval_results.txt").read_text(), name
+    assert_same_checkpoint(mirror / name / "model.ckpt-best", local / name / "model.ckpt-best")
+  assert (mirror / "own" / "predictions.tsv").read_text() == (
+      local / "own" / "predictions.tsv").read_text()

@@ -65,6 +65,12 @@ def test_missing_task_data_on_ram_is_the_local_one_line(tmp_path):
   messages = [_one_line(race.read_examples, f"{root}/glue", "dev").replace(root, "<root>")
               for root in (bucket, str(tmp_path))]
   assert messages[0] == messages[1] and "RACE/dev/middle: directory not found" in messages[0]
+  for root in (bucket, str(tmp_path)):  # a wrong file: a TFRecord file saved as train.tsv
+    fileio.write_bytes(f"{root}/glue/MRPC/train.tsv", b"Quality\t#1 ID\n\x00\x9c\xff\x01")
+  messages = [_one_line(glue.read_examples, f"{root}/glue", "MRPC", "train").replace(root, "<root>")
+              for root in (bucket, str(tmp_path))]
+  assert messages[0] == messages[1] and messages[0].startswith(
+      "<root>/glue/MRPC/train.tsv: line 2, column 2: not UTF-8 text"), messages
 
 
 def test_custom_tables_on_ram_are_the_local_ones(tmp_path):

@@ -1,23 +1,18 @@
 """AlbertConfig on a tf.io.gfile URL (ram://, TensorFlow's in-memory filesystem, standing in for
 gs://): read and written as locally, and a missing file is the same one-line error."""
 
-import uuid
-
 import pytest
 
 from albert_tf import AlbertConfig, AlbertError
 from albert_tf.common import fileio
 from tests.helpers.paths import CONFIG_DIR
-
-
-def _bucket():
-  return f"ram://{uuid.uuid4().hex}"
+from tests.helpers.remote import ram_bucket
 
 
 def test_config_written_and_read_on_ram_as_locally(tmp_path):
   config = AlbertConfig.from_json_file(CONFIG_DIR / "albert_base_v2.json")
   config.extra["some_future_key"] = [1, 2]
-  remote = f"{_bucket()}/run/albert_config.json"
+  remote = f"{ram_bucket()}/run/albert_config.json"
   config.to_json_file(remote)  # its directory made as locally
   config.to_json_file(tmp_path / "albert_config.json")
   assert fileio.read_bytes(remote) == (tmp_path / "albert_config.json").read_bytes()
@@ -33,7 +28,7 @@ def _message(path):
 
 
 def test_a_missing_config_on_ram_is_the_local_one_line(tmp_path):
-  bucket = _bucket()
+  bucket = ram_bucket()
   fileio.makedirs(bucket)
   for root in (bucket, str(tmp_path)):
     assert _message(f"{root}/albert_config.json") == (
@@ -41,7 +36,7 @@ def test_a_missing_config_on_ram_is_the_local_one_line(tmp_path):
 
 
 def test_a_wrong_file_as_config_on_ram_is_the_local_one_line(tmp_path):
-  bucket = _bucket()
+  bucket = ram_bucket()
   for root in (bucket, str(tmp_path)):
     fileio.write_bytes(f"{root}/30k-clean.model", b"\x0a\x8f\x01 a SentencePiece model")
     assert _message(f"{root}/30k-clean.model") == (

@@ -9,7 +9,6 @@ Where ram:// differs from Cloud Storage: ram:// calls `run/ckpt-1` a directory o
 """
 
 import os
-import uuid
 
 import numpy as np
 import pytest
@@ -25,15 +24,12 @@ from albert_tf.models.pretrainer import AlbertPretrainer
 from tests.helpers.hub_module import write_official_tf1_hub_module
 from tests.helpers.model_dirs import HF, TARBALL, TF2, write_model_directories
 from tests.helpers.paths import REPO_ROOT
+from tests.helpers.remote import copied_to_ram, ram_bucket
 from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import tiny_config_dict
 
 # Another size than the tiny defaults, so a config read from anywhere else shows.
 _CONFIG = dict(num_hidden_layers=3, intermediate_size=48)
-
-
-def _bucket():
-  return f"ram://{uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +51,6 @@ def model_dirs(tmp_path_factory):
   return dict(dirs, spm=spm)
 
 
-def _on_ram(local_dir):
-  remote = f"{_bucket()}/{os.path.basename(local_dir)}"
-  fileio.copytree(local_dir, remote)
-  return remote
-
-
 def _weights(pretrained):
   return {v.name: v.numpy() for v in pretrained.model.weights}
 
@@ -68,7 +58,7 @@ def _weights(pretrained):
 @pytest.mark.parametrize("kind", [TARBALL, TF2, HF, "hub"])
 def test_from_pretrained_on_ram_equals_the_local_load(model_dirs, kind):
   local = albert_tf.from_pretrained(model_dirs[kind])
-  remote_dir = _on_ram(model_dirs[kind])
+  remote_dir = copied_to_ram(model_dirs[kind])
   remote = albert_tf.from_pretrained(remote_dir)
   assert remote.model_type == local.model_type == "pretrainer"
   assert remote.config == local.config and remote.config.num_hidden_layers == 3
@@ -83,7 +73,7 @@ def test_from_pretrained_on_ram_equals_the_local_load(model_dirs, kind):
 
 
 def test_a_checkpoint_prefix_on_ram_reads_where_load_checkpoint_fails(model_dirs):
-  remote_dir = _on_ram(model_dirs[TF2])
+  remote_dir = copied_to_ram(model_dirs[TF2])
   prefix = f"{remote_dir}/ckpt-1"
   assert tf.io.gfile.isdir(prefix)  # the ram:// quirk (Cloud Storage says False)
   assert not fileio.isdir(prefix)
@@ -100,7 +90,7 @@ def test_a_checkpoint_prefix_on_ram_reads_where_load_checkpoint_fails(model_dirs
 @pytest.mark.parametrize("name", ["g2_zip", "g2_legacy", "g2_sharded"])
 def test_hf_torch_weights_on_ram_equal_the_local_read(name):
   local = os.path.join(REPO_ROOT, "tests", "fixtures", "hf_torch", name)
-  remote = read_hf_tensors(_on_ram(local))
+  remote = read_hf_tensors(copied_to_ram(local))
   expected = read_hf_tensors(local)
   assert sorted(remote) == sorted(expected)
   for key, value in expected.items():
@@ -109,7 +99,7 @@ def test_hf_torch_weights_on_ram_equal_the_local_read(name):
 
 def test_hf_h5_weights_on_ram_equal_the_local_read():
   local = os.path.join(REPO_ROOT, "tests", "fixtures", "hf_h5", "g1")
-  remote = read_hf_tensors(_on_ram(local))
+  remote = read_hf_tensors(copied_to_ram(local))
   expected = read_hf_tensors(local)
   assert sorted(remote) == sorted(expected) and expected
   for key, value in expected.items():
@@ -125,7 +115,7 @@ def _one_line(fn, *args):
 
 
 def test_missing_checkpoint_on_ram_is_one_line_as_locally(tmp_path):
-  bucket = _bucket()
+  bucket = ram_bucket()
   fileio.makedirs(f"{bucket}/empty")
   os.makedirs(tmp_path / "empty")
   for root in (bucket, str(tmp_path)):
@@ -139,22 +129,26 @@ def test_missing_checkpoint_on_ram_is_one_line_as_locally(tmp_path):
         f"{root}/model.ckpt-7.index)")
 
 
-def test_a_broken_checkpoint_on_ram_is_one_line_as_locally(model_dirs, tmp_path):
-  local = str(tmp_path / "albert_tf2")
-  fileio.copytree(model_dirs[TF2], local)
-  for directory in (local, _on_ram(model_dirs[TF2])):
-    fileio.write_bytes(f"{directory}/ckpt-1.index", b"not an index")
+# A file replaced by a wrong one: (kind of directory, file, its new bytes, how the one-line
+# error of from_pretrained starts; for a checkpoint, integrity.checkpoint_reader's too).
+_WRONG_FILES = {
+    "checkpoint index": (TF2, "ckpt-1.index", b"not an index",
+                         "checkpoint {d}/ckpt-1: unreadable ("),
+    "config": (TARBALL, "albert_config.json", b"\x80\x81 a checkpoint?",
+               "{d}/albert_config.json: not a UTF-8 text file (byte 0); expected an "
+               "albert_config.json (was a checkpoint or model file given?)"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(_WRONG_FILES))
+def test_a_wrong_file_on_ram_is_one_line_as_locally(model_dirs, tmp_path, what):
+  kind, name, data, expected = _WRONG_FILES[what]
+  local = str(tmp_path / kind)
+  fileio.copytree(model_dirs[kind], local)
+  for directory in (local, copied_to_ram(model_dirs[kind])):
+    fileio.write_bytes(f"{directory}/{name}", data)
     message = _one_line(albert_tf.from_pretrained, directory)
-    assert message.startswith(f"checkpoint {directory}/ckpt-1: unreadable ("), message
-    assert _one_line(integrity.checkpoint_reader, f"{directory}/ckpt-1").startswith(
-        f"checkpoint {directory}/ckpt-1: unreadable (")
-
-
-def test_a_wrong_config_on_ram_is_one_line_as_locally(model_dirs, tmp_path):
-  local = str(tmp_path / "albert_base_v2")
-  fileio.copytree(model_dirs[TARBALL], local)
-  for directory in (local, _on_ram(model_dirs[TARBALL])):
-    fileio.write_bytes(f"{directory}/albert_config.json", b"\x80\x81 a checkpoint?")
-    assert _one_line(albert_tf.from_pretrained, directory) == (
-        f"{directory}/albert_config.json: not a UTF-8 text file (byte 0); expected an "
-        "albert_config.json (was a checkpoint or model file given?)")
+    assert message.startswith(expected.format(d=directory)), message
+    if name.endswith(".index"):
+      assert _one_line(integrity.checkpoint_reader, f"{directory}/ckpt-1").startswith(
+          expected.format(d=directory))

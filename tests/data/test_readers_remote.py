@@ -1,31 +1,19 @@
 """Task data on a tf.io.gfile URL (ram://, TensorFlow's in-memory filesystem, standing in for
-gs://): the GLUE, custom-table and RACE readers give the local copy's examples, classifier
-feature caches are written and reused there, the record checks read there, and a missing data
-dir is the same one-line error as locally."""
+gs://): the GLUE, custom-table and RACE readers give the local copy's examples, the record checks
+read there, and a missing or wrong data file is the same one-line error as locally. (Feature
+caches on ram://: tests/data/test_classifier_features.py.)"""
 
 import dataclasses
-import os
-import uuid
 
-import numpy as np
 import pytest
 
 from albert_tf.common import fileio
-from albert_tf.data import classifier_features, custom_task, glue, race, record_checks
+from albert_tf.data import custom_task, glue, race, record_checks
 from albert_tf.data.custom_task import Columns
 from albert_tf.errors import AlbertError
 from tests.helpers import finetune
 from tests.helpers import training as training_helpers
-
-
-def _bucket():
-  return f"ram://{uuid.uuid4().hex}"
-
-
-def _on_ram(local_dir):
-  remote = f"{_bucket()}/{os.path.basename(os.fspath(local_dir))}"
-  fileio.copytree(local_dir, remote)
-  return remote
+from tests.helpers.remote import copied_to_ram, ram_bucket
 
 
 def _rows(examples):
@@ -44,7 +32,7 @@ def test_glue_examples_on_ram_are_the_local_ones(tmp_path):
   local = tmp_path / "glue"
   finetune.write_mrpc(str(local), n_train=4, n_dev=2, n_test=3)
   finetune.write_cola(str(local), n_train=3)
-  remote = _on_ram(local)
+  remote = copied_to_ram(local)
   for task, split in (("MRPC", "train"), ("MRPC", "test"), ("CoLA", "train")):
     expected = glue.read_examples(str(local), task, split)
     assert _rows(glue.read_examples(remote, task, split)) == _rows(expected) and expected
@@ -54,7 +42,7 @@ def test_glue_examples_on_ram_are_the_local_ones(tmp_path):
 
 
 def test_missing_task_data_on_ram_is_the_local_one_line(tmp_path):
-  bucket = _bucket()
+  bucket = ram_bucket()
   fileio.makedirs(f"{bucket}/glue")
   (tmp_path / "glue").mkdir()
   messages = [_one_line(glue.read_examples, f"{root}/glue", "RTE", "train").replace(root, "<root>")
@@ -78,7 +66,7 @@ def test_custom_tables_on_ram_are_the_local_ones(tmp_path):
   local.mkdir()
   (local / "train.csv").write_text('x1,"says ""hi"", twice",pos\nx2,"two\nlines",neg\n')
   (local / "dev.jsonl").write_text('{"id": "d1", "text": "fine", "label": "pos"}\n')
-  remote = _on_ram(local)
+  remote = copied_to_ram(local)
   columns = Columns(text_a="1", text_b=None, label="2", id="0")
   for data_dir in (str(local), remote):
     spec = custom_task.build_spec("custom", data_dir, columns, header=False, data_format="csv")
@@ -98,7 +86,7 @@ def test_custom_tables_on_ram_are_the_local_ones(tmp_path):
 def test_race_examples_on_ram_are_the_local_ones(tmp_path):
   local = tmp_path / "race"
   finetune.write_race(str(local), splits=("dev",), files_per_level=2)
-  remote = _on_ram(local)
+  remote = copied_to_ram(local)
   expected = race.read_examples(str(local), "dev")
   assert _rows(race.read_examples(remote, "dev")) == _rows(expected) and len(expected) == 8
   before = race.tree_fingerprint(remote, "dev")
@@ -107,49 +95,10 @@ def test_race_examples_on_ram_are_the_local_ones(tmp_path):
   assert race.tree_fingerprint(remote, "dev") != before  # ram:// has no mtime: the size tells
 
 
-class _WordTokenizer:
-  """Whitespace tokenizer with a growing vocabulary."""
-
-  def __init__(self):
-    self.vocab = {"<pad>": 0, "<unk>": 1, "[CLS]": 2, "[SEP]": 3}
-
-  def tokenize(self, text):
-    return text.split()
-
-  def convert_tokens_to_ids(self, tokens):
-    return [self.vocab.setdefault(t, len(self.vocab)) for t in tokens]
-
-
-def test_classifier_feature_cache_on_ram_is_written_once_and_reused(tmp_path):
-  examples = [glue.InputExample(str(i), "a b c", "d e", ["0", "1"][i % 2]) for i in range(3)]
-  calls = []
-
-  def make():
-    calls.append(1)
-    tok = _WordTokenizer()
-    return (classifier_features.convert_classifier_example(e, ["0", "1"], 8, tok)
-            for e in examples)
-
-  bucket = _bucket()
-  remote = f"{bucket}/cache/train.tf_record"
-  local = str(tmp_path / "train.tf_record")
-  for path in (remote, local):
-    classifier_features.cached_features(path, {"max_seq_length": 8}, make)
-  classifier_features.cached_features(remote, {"max_seq_length": 8}, make)
-  assert len(calls) == 2  # one build each; the second call on ram:// reused its cache
-  assert fileio.read_bytes(remote) == fileio.read_bytes(local)
-  assert not [name for name in fileio.listdir(f"{bucket}/cache") if ".tmp" in name]
-  classifier_features.cached_features(remote, {"max_seq_length": 9}, make)
-  assert len(calls) == 3  # other settings: rebuilt
-  batches = list(classifier_features.make_dataset(remote, 8, "eval", batch_size=2))
-  assert [b[0]["input_ids"].shape[0] for b in batches] == [2, 1]
-  np.testing.assert_array_equal(batches[0][1]["label_ids"].numpy(), [0, 1])
-
-
 def test_record_checks_on_ram(tmp_path):
   local = training_helpers.write_synthetic_pretraining_data(str(tmp_path / "data.tfrecord"), 12,
                                                             seed=0, vocab_size=1000)
-  bucket = _bucket()
+  bucket = ram_bucket()
   remote = f"{bucket}/data.tfrecord"
   fileio.copy(local, remote)
   assert record_checks.check_record_files([remote]) == [remote]

@@ -3,7 +3,6 @@ filesystem, standing in for gs://): the tokenizers read them as the local copies
 trains from and into a URL, and a missing or wrong file is the same one-line error as locally."""
 
 import os
-import uuid
 
 import pytest
 from sentencepiece import sentencepiece_model_pb2
@@ -13,19 +12,10 @@ from albert_tf.errors import AlbertError
 from albert_tf.text.sentencepiece_training import train_sentencepiece
 from albert_tf.text.tokenization import FullTokenizer
 from tests.helpers.paths import FIXTURES_DIR
+from tests.helpers.remote import copied_to_ram, ram_bucket
 from tests.helpers.text import VARIED_TEXTS
 
 WORDPIECE_VOCAB = os.path.join(FIXTURES_DIR, "official_nsp", "vocab.txt")
-
-
-def _bucket():
-  return f"ram://{uuid.uuid4().hex}"
-
-
-def _copied(local_file):
-  remote = f"{_bucket()}/{os.path.basename(local_file)}"
-  fileio.copy(local_file, remote)
-  return remote
 
 
 def _ids(tokenizer):
@@ -34,14 +24,14 @@ def _ids(tokenizer):
 
 def test_sentencepiece_model_on_ram_gives_the_local_ids(spm_model):
   local = FullTokenizer(spm_model_file=spm_model)
-  remote = FullTokenizer(spm_model_file=_copied(spm_model))
+  remote = FullTokenizer(spm_model_file=copied_to_ram(spm_model))
   assert remote.vocab == local.vocab and len(local.vocab) > 100
   assert _ids(remote) == _ids(local) and any(_ids(local))
 
 
 def test_wordpiece_vocab_on_ram_gives_the_local_ids():
   local = FullTokenizer(vocab_file=WORDPIECE_VOCAB)
-  remote = FullTokenizer(vocab_file=_copied(WORDPIECE_VOCAB))
+  remote = FullTokenizer(vocab_file=copied_to_ram(WORDPIECE_VOCAB))
   assert remote.vocab == local.vocab and len(local.vocab) > 10
   assert _ids(remote) == _ids(local) and any(_ids(local))
 
@@ -53,7 +43,7 @@ def _message(**kwargs):
 
 
 def test_missing_or_wrong_vocabulary_on_ram_is_the_local_one_line(tmp_path, spm_model):
-  bucket = _bucket()
+  bucket = ram_bucket()
   fileio.makedirs(bucket)
   line_numbers = []
   for root in (bucket, str(tmp_path)):
@@ -76,8 +66,9 @@ def test_missing_or_wrong_vocabulary_on_ram_is_the_local_one_line(tmp_path, spm_
 def test_train_spm_from_and_into_ram_writes_the_local_model(tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("the cat sat on the mat\nthe dog ate the bone\n\nrain fell all day\n" * 40)
-  remote_corpus = _copied(str(corpus))
-  local_prefix, remote_prefix = str(tmp_path / "spm" / "30k-clean"), f"{_bucket()}/spm/30k-clean"
+  remote_corpus = copied_to_ram(str(corpus))
+  local_prefix = str(tmp_path / "spm" / "30k-clean")
+  remote_prefix = f"{ram_bucket()}/spm/30k-clean"
   local_model = train_sentencepiece([str(corpus)], local_prefix, vocab_size=60)
   remote_model = train_sentencepiece([remote_corpus], remote_prefix, vocab_size=60)
   assert remote_model == remote_prefix + ".model"
@@ -99,7 +90,7 @@ def test_train_spm_from_and_into_ram_writes_the_local_model(tmp_path):
 
 
 def test_train_spm_missing_input_on_ram_is_the_local_one_line(tmp_path):
-  for root in (_bucket(), str(tmp_path)):
+  for root in (ram_bucket(), str(tmp_path)):
     with pytest.raises(AlbertError) as info:
       train_sentencepiece([f"{root}/corpus.txt"], f"{root}/m", vocab_size=50)
     assert str(info.value) == (

@@ -1,7 +1,9 @@
 """Checkpoints on a tf.io.gfile URL: an official tarball directory, our TF2 checkpoint directory,
 an HF directory and a TF1 TF-Hub module, copied to ram:// (TensorFlow's in-memory filesystem,
 standing in for gs://), load through albert_tf.from_pretrained with the same weights as from the
-local copy; a missing or broken checkpoint there is the same one-line AlbertError as locally.
+local copy (and supply the config and SentencePiece model as --init_checkpoint); the converter
+and export_checkpoints.py's library read and write there; a missing or broken checkpoint there is
+the same one-line AlbertError as locally.
 
 Where ram:// differs from Cloud Storage: ram:// calls `run/ckpt-1` a directory once
 `run/ckpt-1.index` exists, so TensorFlow's own tf.train.load_checkpoint(prefix) fails there
@@ -15,8 +17,9 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.checkpoints import integrity, tf1
+from albert_tf.checkpoints import clean_checkpoint, conversion, integrity, tf1
 from albert_tf.checkpoints.hf.tensors import read_hf_tensors
+from albert_tf.checkpoints.model_source import resolve_model_source
 from albert_tf.common import fileio
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
@@ -70,6 +73,15 @@ def test_from_pretrained_on_ram_equals_the_local_load(model_dirs, kind):
     np.testing.assert_array_equal(remote_weights[name], value, err_msg=name)
   # Not the initializer's: the weights were read (the model is built the same both times).
   assert any(np.abs(value).max() > 0.3 for value in local_weights.values())
+
+
+@pytest.mark.parametrize("kind,spm_name", [(TARBALL, "30k-clean.model"),
+                                           (TF2, "30k-clean.model"), (HF, "spiece.model")])
+def test_a_model_directory_on_ram_supplies_config_and_sentencepiece(model_dirs, kind, spm_name):
+  remote = copied_to_ram(model_dirs[kind])
+  source = resolve_model_source(init_checkpoint=remote)
+  assert source.config.num_hidden_layers == 3 and source.config.intermediate_size == 48
+  assert source.spm_model_file == f"{remote}/{spm_name}" and source.init_checkpoint == remote
 
 
 def test_a_checkpoint_prefix_on_ram_reads_where_load_checkpoint_fails(model_dirs):
@@ -152,3 +164,33 @@ def test_a_wrong_file_on_ram_is_one_line_as_locally(model_dirs, tmp_path, what):
     if name.endswith(".index"):
       assert _one_line(integrity.checkpoint_reader, f"{directory}/ckpt-1").startswith(
           expected.format(d=directory))
+
+
+@pytest.mark.parametrize("output_format", ["tf1", "tf2", "hf"])
+def test_convert_from_and_to_ram_equals_the_local_conversion(model_dirs, tmp_path, output_format):
+  """The converter (and export_checkpoints.py's library) read a tarball on ram:// and write
+  there: the output loads with the local conversion's weights."""
+  names = {"tf1": "out/model.ckpt", "tf2": "out/ckpt-1", "hf": "out"}
+  source = copied_to_ram(model_dirs[TARBALL])
+  outputs = (str(tmp_path / names[output_format]), f"{ram_bucket()}/{names[output_format]}")
+  for checkpoint, output in zip((model_dirs[TARBALL], source), outputs):
+    conversion.convert(None, checkpoint, output, output_format=output_format)
+  local, remote = (albert_tf.from_pretrained(path) for path in outputs)
+  assert remote.config == local.config and remote.tokenizer.spm_model_file.startswith("ram://")
+  local_weights, remote_weights = _weights(local), _weights(remote)
+  assert sorted(remote_weights) == sorted(local_weights)
+  for name, value in local_weights.items():
+    np.testing.assert_array_equal(remote_weights[name], value, err_msg=name)
+
+
+def test_export_checkpoint_from_and_to_ram(model_dirs, tmp_path):
+  source = copied_to_ram(model_dirs[TF2])
+  config = clean_checkpoint.read_config(source)
+  outputs = (str(tmp_path / "model.ckpt"), f"{ram_bucket()}/export/model.ckpt")
+  for checkpoint, output in zip((model_dirs[TF2], source), outputs):
+    prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, output)
+    assert prefix == output and with_heads
+  local, remote = (integrity.checkpoint_reader(path) for path in outputs)
+  assert remote.get_variable_to_shape_map() == local.get_variable_to_shape_map()
+  for name in local.get_variable_to_shape_map():
+    np.testing.assert_array_equal(remote.get_tensor(name), local.get_tensor(name), err_msg=name)

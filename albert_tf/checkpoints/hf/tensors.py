@@ -129,9 +129,10 @@ def weights_file(path):
 
 def write_hf_tensors(tensors, directory):
   """Writes {HF name: float32 array} as `<directory>/model.safetensors`, atomically."""
-  with fileio.atomic_path(os.path.join(directory, WEIGHTS_NAME)) as temp:
-    # metadata format "pt": transformers refuses safetensors files without a known format.
-    st_numpy.save_file(tensors, temp, metadata={"format": "pt"})
+  # metadata format "pt": transformers refuses safetensors files without a known format.
+  # (safetensors writes only local names: the bytes go through fileio, for a URL too.)
+  fileio.write_bytes(os.path.join(directory, WEIGHTS_NAME),
+                     st_numpy.save(tensors, metadata={"format": "pt"}))
 
 
 def as_float32(name, value, where):

@@ -31,7 +31,7 @@ from albert_tf.checkpoints.tf1 import LoadReport
 from albert_tf.common import fileio
 from albert_tf.common.export_format import CONFIG_ASSET_NAME, VOCAB_ASSET_NAME
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError, parse_json_object
+from albert_tf.errors import AlbertError, file_error_reason, file_errors, parse_json_object
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.text import hub_tokenization
 
@@ -164,8 +164,8 @@ def load_hub_module_weights(model, module):
 def _read_config(config_file):
   try:
     text = fileio.read_text(config_file)
-  except (OSError, tf.errors.OpError) as e:
-    raise AlbertError(f"{config_file}: cannot read config ({e})") from None
+  except file_errors() as e:
+    raise AlbertError(f"{config_file}: cannot read config ({file_error_reason(e)})") from None
   obj = parse_json_object(text, config_file, "a JSON object of ALBERT config fields")
   return AlbertConfig.from_dict(obj, source=config_file)
 
@@ -174,7 +174,7 @@ def _checkpoint_shapes(path, prefix):
   if not fileio.exists(prefix + ".index"):
     raise AlbertError(f"{path}: no variables/variables.index (a TF-Hub module without "
                       f"weights?)")
-  return integrity.checkpoint_reader(prefix, f"{path}: weights").get_variable_to_shape_map()
+  return integrity.checkpoint_reader(prefix, "TF-Hub module weights").get_variable_to_shape_map()
 
 
 def _tf1_variable_names(path, shapes):

@@ -1,5 +1,5 @@
 """Task data on a tf.io.gfile URL (ram://, TensorFlow's in-memory filesystem, standing in for
-gs://): the GLUE, custom-table and RACE readers give the local copy's examples, the record checks
+gs://): the GLUE, custom-table, RACE and SQuAD readers give the local copy's examples, the record checks
 read there, and a missing or wrong data file is the same one-line error as locally. (Feature
 caches on ram://: tests/data/test_classifier_features.py.)"""
 
@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from albert_tf.common import fileio
-from albert_tf.data import custom_task, glue, race, record_checks
+from albert_tf.data import custom_task, glue, race, record_checks, squad
 from albert_tf.data.custom_task import Columns
 from albert_tf.errors import AlbertError
 from tests.helpers import finetune
+from tests.helpers import squad as squad_helpers
 from tests.helpers import training as training_helpers
 from tests.helpers.remote import copied_to_ram, ram_bucket
 
@@ -93,6 +94,13 @@ def test_race_examples_on_ram_are_the_local_ones(tmp_path):
   fileio.write_text(f"{remote}/RACE/dev/high/0.txt",
                     fileio.read_text(f"{remote}/RACE/dev/high/0.txt") + "\n")
   assert race.tree_fingerprint(remote, "dev") != before  # ram:// has no mtime: the size tells
+
+
+def test_squad_examples_on_ram_are_the_local_ones():
+  for local in (squad_helpers.TINY_V1, squad_helpers.TINY_V2):
+    expected = squad.read_squad_examples(str(local), is_training=True)
+    remote = squad.read_squad_examples(copied_to_ram(str(local)), is_training=True)
+    assert _rows(remote) == _rows(expected) and expected
 
 
 def test_record_checks_on_ram(tmp_path):

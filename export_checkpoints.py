@@ -17,6 +17,7 @@ import os  # pylint: disable=g-import-not-at-top,g-bad-import-order
 from absl import flags
 
 from albert_tf.cli import command  # pylint: disable=g-import-not-at-top
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 flags.DEFINE_string("albert_directory", None, "Directory holding albert_config.json and the "
@@ -42,7 +43,7 @@ def main(_):
                                                          "albert_config.json")
   # Without <albert_directory>/albert_config.json: the checkpoint's own (e.g. an HF directory's).
   config = clean_checkpoint.read_config(
-      checkpoint, config_file if FLAGS.albert_config_file or os.path.exists(config_file) else None)
+      checkpoint, config_file if FLAGS.albert_config_file or fileio.exists(config_file) else None)
   prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, FLAGS.export_path)
   print(f"exported {checkpoint} to {prefix} (encoder"
         f"{' + masked-LM and sentence-order heads' if with_heads else ' only: no pretraining heads in the checkpoint'})")

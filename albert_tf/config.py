@@ -11,7 +11,8 @@ import json
 
 from absl import logging
 
-from albert_tf.errors import AlbertError, parse_json_object
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors, parse_json_object
 
 # The activations the official `modeling.get_activation` knows, plus HF's alias for the same gelu.
 KNOWN_ACTIVATIONS = ("linear", "relu", "gelu", "gelu_new", "tanh")
@@ -135,12 +136,11 @@ class AlbertConfig:
 
   @classmethod
   def from_json_file(cls, json_file):
-    """Reads an official `albert_config.json`."""
+    """Reads an official `albert_config.json` (a local path or any tf.io.gfile URL)."""
     try:
-      with open(json_file, "r", encoding="utf-8") as f:
-        text = f.read()
-    except OSError as e:
-      raise AlbertError(f"{json_file}: cannot read config ({e.strerror})") from None
+      text = fileio.read_text(json_file)
+    except file_errors() as e:
+      raise AlbertError(f"{json_file}: cannot read config ({file_error_reason(e)})") from None
     except UnicodeDecodeError as e:
       raise AlbertError(f"{json_file}: not a UTF-8 text file (byte {e.start}); expected an "
                         f"albert_config.json (was a checkpoint or model file given?)") from None
@@ -176,8 +176,8 @@ class AlbertConfig:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
   def to_json_file(self, json_file):
-    with open(json_file, "w", encoding="utf-8") as f:
-      f.write(self.to_json_string())
+    """Writes the config to `json_file` (any path fileio takes), whole or not at all."""
+    fileio.write_text(json_file, self.to_json_string())
 
   def __eq__(self, other):
     return isinstance(other, AlbertConfig) and self.to_dict() == other.to_dict()

@@ -89,6 +89,34 @@ def parse_json_object(text, where, expected):
   return value
 
 
+# ------------------------------------------------------------------------------ file errors
+# What a failed read says when the filesystem gives no reason (ram:// raises NotFoundError with an
+# empty message): the words a local disk's OSError would use, so a URL reads the same.
+_TF_FILE_ERROR_WORDS = {"NotFoundError": "No such file or directory",
+                        "PermissionDeniedError": "Permission denied"}
+
+
+def file_errors():
+  """The exceptions a read or write through albert_tf.common.fileio raises: OSError, and
+  TensorFlow's OpError (tf.io.gfile's NotFoundError, ...) once TensorFlow is loaded (fileio loads
+  it for any URL, so without it no URL was opened). For `except file_errors() as e:`."""
+  tf = sys.modules.get("tensorflow")
+  errors = getattr(tf, "errors", None)
+  return (OSError, errors.OpError) if errors is not None else (OSError,)
+
+
+def file_error_reason(error):
+  """A few words for an error of `file_errors()`, as a local disk words it: e.g. "No such file
+  or directory", for a local path and a URL alike."""
+  if isinstance(error, OSError):
+    return error.strerror or str(error) or type(error).__name__
+  message = (getattr(error, "message", None) or "").strip()
+  if "; " in message:  # "<path>; <strerror>"
+    return message.rsplit("; ", 1)[1].splitlines()[0]
+  return (_TF_FILE_ERROR_WORDS.get(type(error).__name__)
+          or (message.splitlines()[0] if message else type(error).__name__))
+
+
 def _file_being_written(traceback):
   """The name of the innermost writable file object in `traceback`'s frames, else None (an
   OSError from a write() on an open file carries no file name)."""

@@ -171,7 +171,7 @@ def _beside(directory, name, given):
   if given:
     return given
   candidate = os.path.join(directory, name)
-  return candidate if os.path.exists(candidate) else None
+  return candidate if fileio.exists(candidate) else None
 
 
 def _locate(path, albert_config_file, spm_model_file, do_lower_case):
@@ -186,11 +186,11 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
     return _Located(config_from_hf(path), path, _beside(path, _HF_SPM_FILE, spm_model_file),
                     _hf_lower_case(path, lower) if do_lower_case is None else lower,
                     label_list=hf_label_names(path))
-  directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+  directory = path if fileio.isdir(path) else os.path.dirname(path) or "."
   checkpoint = path
-  if os.path.isdir(path):
+  if fileio.isdir(path):
     best = os.path.join(path, _BEST)
-    checkpoint = best if os.path.exists(best + ".index") else path
+    checkpoint = best if fileio.exists(best + ".index") else path
   checkpoint = tf1.resolve_checkpoint_path(checkpoint)
   config_file = _beside(directory, _CONFIG_FILE, albert_config_file)
   if not config_file:
@@ -209,7 +209,7 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
 
 def _hf_lower_case(path, default):
   tokenizer_config = os.path.join(path, "tokenizer_config.json")
-  if os.path.exists(tokenizer_config):
+  if fileio.exists(tokenizer_config):
     return bool(fileio.read_json(tokenizer_config).get("do_lower_case", default))
   return default
 

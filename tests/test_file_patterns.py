@@ -5,8 +5,9 @@ import os
 
 import pytest
 
-from albert_tf.common import file_patterns
+from albert_tf.common import file_patterns, fileio
 from albert_tf.errors import AlbertError
+from tests.helpers import remote as remote_helpers
 
 
 @pytest.fixture
@@ -51,3 +52,14 @@ def test_the_flag_is_named_and_unreadable_files_too(files, monkeypatch):
   with pytest.raises(AlbertError) as e:
     file_patterns.expand(f"{files}/*.txt")
   assert str(e.value) == f"--input_file: {files / 'b.txt'} is not readable (permission denied)"
+
+
+def test_patterns_on_ram_match_files_only(files):
+  """ram:// stands in for gs:// (tf.io.gfile.glob); a directory a glob matches is no input file
+  there either."""
+  remote = remote_helpers.copied_to_ram(files)
+  assert fileio.isdir(f"{remote}/sub.txt")
+  assert file_patterns.expand(f"{remote}/c.dat,{remote}/*.txt") == [
+      f"{remote}/{name}" for name in ("c.dat", "a.txt", "b.txt")]
+  with pytest.raises(AlbertError, match=r"^--input_file: no file matches 'ram://.*/sub\.txt'$"):
+    file_patterns.expand(f"{remote}/sub.txt")

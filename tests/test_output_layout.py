@@ -4,7 +4,8 @@ reads back what it writes, and no other module spells one of its names."""
 import ast
 import os
 
-from albert_tf.common import output_layout
+from albert_tf.common import fileio, output_layout
+from tests.helpers import remote as remote_helpers
 from tests.test_import_layers import modules
 
 # The names a module must take from output_layout (the generic "checkpoint"/"ckpt" also name
@@ -24,6 +25,20 @@ def test_best_checkpoint_record(tmp_path):
   output_layout.write_best_checkpoint_record(str(tmp_path), "out/ckpt-2", 2, "eval_accuracy",
                                              0.5, {"eval_accuracy": 0.5, "global_step": 2})
   assert (tmp_path / "best_checkpoint.json").read_text().startswith('{\n  "checkpoint": ')
+
+
+def test_model_description_and_best_trial_on_ram(tmp_path):
+  """ram:// stands in for gs://: an output dir and a SentencePiece model in buckets."""
+  spm = remote_helpers.copied_to_ram(fileio.write_bytes(str(tmp_path / "30k-clean.model"),
+                                                        b"\x0a\x05model bytes"))
+  output_dir = f"{remote_helpers.ram_bucket()}/out"
+  written = output_layout.write_model_description(output_dir, '{"hidden_size": 8}\n', spm)
+  assert written == [f"{output_dir}/albert_config.json", f"{output_dir}/30k-clean.model"]
+  assert fileio.read_bytes(written[1]) == b"\x0a\x05model bytes"
+  assert fileio.read_text(written[0]) == '{"hidden_size": 8}\n'
+  assert output_layout.read_best_trial_value(output_dir) is None
+  output_layout.write_best_trial(output_dir, 300, 200, "0.8125")
+  assert output_layout.read_best_trial_value(output_dir) == 0.8125
 
 
 def _docstrings(tree):

@@ -9,8 +9,7 @@ values. The output is self-describing: its albert_config.json (and the input's S
 model, when it has one) beside it, as the converter leaves them (`conversion.write_beside`).
 """
 
-import os
-
+from albert_tf.common import fileio
 from albert_tf.checkpoints import conversion
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import integrity
@@ -38,7 +37,7 @@ def export_checkpoint(config, checkpoint, export_path):
   Raises:
     AlbertError: no checkpoint; the encoder does not match the config.
   """
-  if not os.path.isdir(checkpoint) and not integrity.checkpoint_files(checkpoint):
+  if not fileio.isdir(checkpoint) and not integrity.checkpoint_files(checkpoint):
     raise AlbertError(f"{checkpoint}: no checkpoint there (expected {checkpoint}.index)")
   source = formats.detect(checkpoint, "checkpoint", hub_modules=False)
   pretrainer = AlbertPretrainer(config)

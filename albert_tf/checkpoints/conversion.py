@@ -101,10 +101,9 @@ def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):
 
 def _write_new(path, data, what):
   """Writes bytes `data` at `path` unless it holds them already; refuses to replace others."""
-  if os.path.exists(path):
-    with open(path, "rb") as f:
-      if f.read() == data:
-        return path
+  if fileio.exists(path):
+    if fileio.read_bytes(path) == data:
+      return path
     raise AlbertError(f"{path}: exists with another {what}; remove it or choose another "
                       "--output_checkpoint")
   return fileio.write_bytes(path, data)
@@ -129,9 +128,8 @@ def write_beside(output_checkpoint, output_format, config, spm_model_file=None):
     written = [_write_new(os.path.join(directory, formats.CONFIG_FILE),
                           config.to_json_string().encode("utf-8"), "config")]
   if spm_model_file:
-    with open(spm_model_file, "rb") as f:
-      written.append(_write_new(os.path.join(directory, spm_name), f.read(),
-                                "SentencePiece model"))
+    written.append(_write_new(os.path.join(directory, spm_name),
+                              fileio.read_bytes(spm_model_file), "SentencePiece model"))
   return written
 
 

@@ -25,9 +25,7 @@ never build models: the caller passes one (albert_tf.models.build).
 import os
 import typing
 
-import tensorflow as tf
-
-from albert_tf.common import kinds, output_layout
+from albert_tf.common import fileio, kinds, output_layout
 from albert_tf.checkpoints.hf import heads as hf_heads
 from albert_tf.checkpoints.hf.config import config_from_hf, read_hf_config_json
 from albert_tf.checkpoints.hf.load import load_hf_checkpoint
@@ -104,15 +102,15 @@ class HeldKind(typing.NamedTuple):
 
 def is_saved_model_directory(path):
   """A TF-Hub module or SavedModel directory (weights under variables/)."""
-  return os.path.isdir(path) and os.path.exists(os.path.join(path, "saved_model.pb"))
+  return fileio.isdir(path) and fileio.isfile(os.path.join(path, "saved_model.pb"))
 
 
 def is_tarball_directory(path):
   """A directory with albert_config.json that is neither a run's (no `checkpoint` state file, no
   numbered checkpoints) nor an HF directory: an official tarball, untarred (its weights are
   checked by TarballFormat)."""
-  return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
-          and not os.path.exists(os.path.join(path, output_layout.CHECKPOINT_STATE))
+  return (fileio.isdir(path) and fileio.isfile(os.path.join(path, CONFIG_FILE))
+          and not fileio.exists(os.path.join(path, output_layout.CHECKPOINT_STATE))
           and not is_hf_directory(path) and not integrity.numbered_checkpoints(path))
 
 
@@ -173,7 +171,7 @@ class CheckpointFormat:
     """
     directory = os.path.dirname(self.path) or "."
     config_file = os.path.join(directory, CONFIG_FILE)
-    if not os.path.exists(config_file):
+    if not fileio.exists(config_file):
       raise AlbertError(f"{self.path}: no {CONFIG_FILE} beside the checkpoint; pass "
                         "--albert_config_file")
     return AlbertConfig.from_json_file(config_file)
@@ -222,7 +220,7 @@ class _TfFormat(CheckpointFormat):
 
   def _shapes(self):
     return {name: shape for name, shape in
-            tf.train.load_checkpoint(self.path).get_variable_to_shape_map().items()
+            integrity.checkpoint_reader(self.path).get_variable_to_shape_map().items()
             if "OPTIMIZER_SLOT" not in name}
 
   def vocab_rows(self):
@@ -395,7 +393,7 @@ class TarballFormat(_TfFormat):
     self.config_file = os.path.join(directory, CONFIG_FILE)
     prefix = prefix or next(
         (os.path.join(directory, name) for name in TARBALL_CHECKPOINTS
-         if os.path.exists(os.path.join(directory, name) + integrity.INDEX_SUFFIX)), None)
+         if fileio.exists(os.path.join(directory, name) + integrity.INDEX_SUFFIX)), None)
     if prefix is None:
       expected = " or ".join(name + integrity.INDEX_SUFFIX for name in TARBALL_CHECKPOINTS)
       raise AlbertError(f"{what} {directory}: has {CONFIG_FILE} but no checkpoint (an official "
@@ -438,7 +436,7 @@ class TarballFormat(_TfFormat):
 
 
 def _existing(path):
-  return path if os.path.exists(path) else None
+  return path if fileio.exists(path) else None
 
 
 def _refuse_missing(report, path):

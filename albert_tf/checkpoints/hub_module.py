@@ -25,11 +25,13 @@ from typing import Dict, Optional
 
 import tensorflow as tf
 
+from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import official_names
 from albert_tf.checkpoints.tf1 import LoadReport
+from albert_tf.common import fileio
 from albert_tf.common.export_format import CONFIG_ASSET_NAME, VOCAB_ASSET_NAME
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError, parse_json_object
+from albert_tf.errors import AlbertError, file_error_reason, file_errors, parse_json_object
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.text import hub_tokenization
 
@@ -77,14 +79,14 @@ def read_hub_module(handle):
   """
   path, saved_model = hub_tokenization.read_module_directory(handle)
   config_file = posixpath.join(path, "assets", CONFIG_ASSET_NAME)
-  if not tf.io.gfile.exists(config_file):
+  if not fileio.exists(config_file):
     raise AlbertError(f"{path}: no assets/{CONFIG_ASSET_NAME} (expected an ALBERT TF-Hub "
                       f"module with its albert_config.json asset)")
   config = _read_config(config_file)
   checkpoint_prefix = posixpath.join(path, "variables", "variables")
   shapes = _checkpoint_shapes(path, checkpoint_prefix)
   vocab = posixpath.join(path, "assets", VOCAB_ASSET_NAME)
-  vocab_file = vocab if tf.io.gfile.exists(vocab) else None
+  vocab_file = vocab if fileio.exists(vocab) else None
   if hub_tokenization.is_tf1_hub_module(path):
     variable_names = _tf1_variable_names(path, shapes)
     spm_model_file, do_lower_case = hub_tokenization.tf1_tokenization_info(path, saved_model)
@@ -118,7 +120,7 @@ def load_hub_module_weights(model, module):
     module = read_hub_module(module)
   if not module.variable_names:
     module.variable_names = _albert_tf_variable_names(module)
-  reader = tf.train.load_checkpoint(module.checkpoint_prefix)
+  reader = integrity.checkpoint_reader(module.checkpoint_prefix)
   shapes = reader.get_variable_to_shape_map()
   encoder_names = set(official_names.encoder_variable_map(model))
   model_vars = official_names.model_variable_map(model)
@@ -161,22 +163,18 @@ def load_hub_module_weights(model, module):
 
 def _read_config(config_file):
   try:
-    text = tf.io.gfile.GFile(config_file, "r").read()
-  except (OSError, tf.errors.OpError) as e:
-    raise AlbertError(f"{config_file}: cannot read config ({e})") from None
+    text = fileio.read_text(config_file)
+  except file_errors() as e:
+    raise AlbertError(f"{config_file}: cannot read config ({file_error_reason(e)})") from None
   obj = parse_json_object(text, config_file, "a JSON object of ALBERT config fields")
   return AlbertConfig.from_dict(obj, source=config_file)
 
 
 def _checkpoint_shapes(path, prefix):
-  if not tf.io.gfile.exists(prefix + ".index"):
+  if not fileio.exists(prefix + ".index"):
     raise AlbertError(f"{path}: no variables/variables.index (a TF-Hub module without "
                       f"weights?)")
-  try:
-    return tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-  except (tf.errors.OpError, ValueError) as e:
-    raise AlbertError(f"{path}: cannot read variables/variables "
-                      f"({str(e).splitlines()[0]})") from None
+  return integrity.checkpoint_reader(prefix, "TF-Hub module weights").get_variable_to_shape_map()
 
 
 def _tf1_variable_names(path, shapes):
@@ -200,7 +198,7 @@ def _albert_tf_variable_names(module):
   variable i) that list is used; otherwise the order of `AlbertPretrainer(config).variables`,
   checked against the stored count and shapes.
   """
-  shapes = tf.train.load_checkpoint(module.checkpoint_prefix).get_variable_to_shape_map()
+  shapes = integrity.checkpoint_reader(module.checkpoint_prefix).get_variable_to_shape_map()
   stored = {int(m.group(1)): name for name in shapes for m in [_OURS_KEY_RE.match(name)] if m}
   recorded = hub_tokenization.export_info(module.path).get("tf1_variable_names")
   if isinstance(recorded, list) and len(recorded) == len(stored) and (

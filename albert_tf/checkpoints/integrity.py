@@ -8,6 +8,12 @@ reports those cases late and deep (an `IndexError` in the middle of a restore, a
 starts from scratch beside it). Everything that reads a checkpoint here asks `checkpoint_problem`
 / `verify_checkpoint` first, which reads every tensor once (the bytes and their CRCs).
 
+`checkpoint_reader` is the one way albert_tf opens a checkpoint to read its tensors, on any
+filesystem: `tf.train.load_checkpoint(prefix)` takes a prefix for a directory when the
+filesystem calls every prefix of a file name a directory (ram://, the tests' stand-in for
+gs://, does once `<prefix>.index` exists) and then fails; `NewCheckpointReader` takes the
+prefix as it is, and a directory is resolved here with `fileio.isdir`, right on both.
+
 `atomic_checkpoint_prefix` is the write side for the checkpoints we write by name
 (`model.ckpt-best`, converted checkpoints): the files are written under a temporary prefix and
 moved into place index last, with the old index removed first, so a reader sees the old
@@ -20,6 +26,7 @@ import re
 
 import tensorflow as tf
 
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 INDEX_SUFFIX = ".index"
@@ -40,6 +47,43 @@ def _glob_escape(path):
   return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
+def latest_prefix(path, what="checkpoint"):
+  """The checkpoint prefix `path` names: itself, or for a directory its newest checkpoint (the
+  `checkpoint` state file's, else the highest-numbered `<name>-<step>` files).
+
+  Raises:
+    AlbertError: a directory that holds no checkpoint (naming `what` and `path`).
+  """
+  path = os.fspath(path)
+  if not fileio.isdir(path):
+    return path
+  latest = tf.train.latest_checkpoint(path)
+  if latest is None:
+    numbered = numbered_checkpoints(path)
+    if not numbered:
+      raise AlbertError(f"{what} {path}: directory holds no checkpoint")
+    latest = numbered[-1][1]
+  return latest
+
+
+def checkpoint_reader(path, what="checkpoint"):
+  """A CheckpointReader (get_tensor, has_tensor, get_variable_to_shape_map / _dtype_map) of the
+  checkpoint at `path`, a prefix or a directory (its newest checkpoint), on any filesystem.
+
+  Raises:
+    AlbertError: one line naming `what` and `path`, when no checkpoint is there or its index
+      does not read.
+  """
+  prefix = latest_prefix(path, what)
+  try:
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    if not fileio.exists(prefix + INDEX_SUFFIX):
+      raise AlbertError(f"{what} {prefix}: no checkpoint there (expected "
+                        f"{prefix}{INDEX_SUFFIX})") from None
+    raise AlbertError(f"{what} {prefix}: unreadable ({first_line(e)})") from None
+
+
 def first_line(error):
   """The first line of a TensorFlow error, without its `{{function_node ...}}` and `[Op:...]`."""
   text = re.sub(r"\{\{[^}]*\}\}\s*|\s*\[Op:\w+\]", "", str(error)).strip()
@@ -54,7 +98,7 @@ def checkpoint_problem(prefix):
   """
   prefix = os.fspath(prefix)
   index = prefix + INDEX_SUFFIX
-  if not tf.io.gfile.exists(index):
+  if not fileio.exists(index):
     if checkpoint_files(prefix):
       return f"{os.path.basename(index)} is missing (the save did not finish)"
     return f"no checkpoint there (expected {index})"
@@ -65,7 +109,7 @@ def checkpoint_problem(prefix):
     return cached[1]
   problem = None
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # as checkpoint_reader opens it
     for name, dtype in reader.get_variable_to_dtype_map().items():
       # RestoreV2 checks the CRC of every tensor, iterator states (variant) included.
       tf.raw_ops.RestoreV2(prefix=prefix, tensor_names=[name], shape_and_slices=[""],
@@ -102,7 +146,7 @@ def atomic_checkpoint_prefix(prefix):
     new_files = checkpoint_files(temp)
     if not any(f.endswith(INDEX_SUFFIX) for f in new_files):
       raise AlbertError(f"{prefix}: the save wrote no index")
-    if tf.io.gfile.exists(prefix + INDEX_SUFFIX):
+    if fileio.exists(prefix + INDEX_SUFFIX):
       tf.io.gfile.remove(prefix + INDEX_SUFFIX)
     for old in checkpoint_files(prefix):  # shards of another shard count
       tf.io.gfile.remove(old)

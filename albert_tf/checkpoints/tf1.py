@@ -49,22 +49,14 @@ def resolve_checkpoint_path(path, what="checkpoint"):
   The checkpoint must read whole (`integrity.verify_checkpoint`): a missing index, a truncated
   shard or a bad CRC is a one-line AlbertError naming it and `what` (e.g. "--init_checkpoint").
   """
-  path = os.fspath(path)
-  if tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
-    if latest is None:
-      numbered = integrity.numbered_checkpoints(path)
-      if not numbered:
-        raise AlbertError(f"{what} {path}: directory holds no checkpoint")
-      latest = numbered[-1][1]
-    path = latest
+  path = integrity.latest_prefix(path, what)
   integrity.verify_checkpoint(path, what)
   return path
 
 
 def is_tf2_checkpoint(path):
   """True for an object-based (tf.train.Checkpoint) checkpoint, False for a TF1 name-based one."""
-  reader = tf.train.load_checkpoint(resolve_checkpoint_path(path))
+  reader = integrity.checkpoint_reader(resolve_checkpoint_path(path))
   return "_CHECKPOINTABLE_OBJECT_GRAPH" in reader.get_variable_to_shape_map()
 
 
@@ -85,7 +77,7 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
     AlbertError: the path holds no checkpoint, or a variable's shape differs (both shapes given).
   """
   path = resolve_checkpoint_path(path)
-  reader = tf.train.load_checkpoint(path)
+  reader = integrity.checkpoint_reader(path)
   shapes = reader.get_variable_to_shape_map()
   model_vars = official_names.model_variable_map(model)
   loaded, missing, used = [], [], set()
@@ -141,7 +133,7 @@ def load_tf1_head(model, path):
   Raises:
     AlbertError: the checkpoint has only part of the head, or a shape differs.
   """
-  reader = tf.train.load_checkpoint(path)
+  reader = integrity.checkpoint_reader(path)
   shapes = reader.get_variable_to_shape_map()
   names = official_names.head_variable_map(model)
   present = [n for n in names if n in shapes]

@@ -67,7 +67,7 @@ def save_tf2_checkpoint(model, path):
 
 def checkpoint_global_step(path):
   """The `global_step` a checkpoint records (TF1 `global_step`, or ours), else None."""
-  reader = tf.train.load_checkpoint(tf1.resolve_checkpoint_path(path))
+  reader = integrity.checkpoint_reader(tf1.resolve_checkpoint_path(path))
   for key in ("global_step", "global_step/.ATTRIBUTES/VARIABLE_VALUE"):
     if reader.has_tensor(key):
       return int(reader.get_tensor(key))

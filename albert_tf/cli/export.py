@@ -13,6 +13,7 @@ from absl import flags
 
 from albert_tf.cli.command import DIRECTORY, output_flags, run_command
 from albert_tf.config import AlbertConfig
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
 
@@ -54,9 +55,9 @@ def main(argv):
   spm_model_file = f.spm_model_file or (directory and os.path.join(directory, SPM_ASSET_NAME))
   if not checkpoint:
     raise AlbertError("--albert_directory (or --init_checkpoint) is required")
-  if not f.albert_config_file and config_file and not os.path.exists(config_file):
+  if not f.albert_config_file and config_file and not fileio.exists(config_file):
     config_file = None  # then the one beside the checkpoint (as our tools write it), below
-  if spm_model_file and not os.path.exists(spm_model_file):
+  if spm_model_file and not fileio.exists(spm_model_file):
     if f.spm_model_file:
       raise AlbertError(f"--spm_model_file={spm_model_file}: file not found")
     spm_model_file = None  # a WordPiece model directory: export without the SentencePiece asset

@@ -28,8 +28,7 @@ def expand(value, flag="--input_file"):
     raise AlbertError(f"{flag} is empty: expected one or more comma-separated files or globs")
   files = {}  # (insertion-ordered: a file matched again keeps its first place)
   for pattern in patterns:
-    matches = [path for path in fileio.glob_paths(pattern)
-               if not fileio.is_local(path) or os.path.isfile(path)]
+    matches = [path for path in fileio.glob_paths(pattern) if fileio.isfile(path)]
     if not matches:
       raise AlbertError(f"{flag}: no file matches {pattern!r}")
     files.update(dict.fromkeys(matches))

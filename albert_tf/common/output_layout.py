@@ -57,9 +57,8 @@ def write_model_description(output_dir, config_json, spm_model_file=None):
   output_dir, replacing older ones; nothing is copied onto itself. Returns the paths written."""
   written = [fileio.write_text(path(output_dir, ALBERT_CONFIG), config_json)]
   target = path(output_dir, SPM_MODEL)
-  if spm_model_file and os.path.abspath(spm_model_file) != os.path.abspath(target):
-    with open(spm_model_file, "rb") as f:
-      written.append(fileio.write_bytes(target, f.read()))
+  if spm_model_file and fileio.abspath(spm_model_file) != fileio.abspath(target):
+    written.append(fileio.write_bytes(target, fileio.read_bytes(spm_model_file)))
   return written
 
 
@@ -72,10 +71,9 @@ def write_best_trial(output_dir, last_step, best_step, value_text):
 def read_best_trial_value(output_dir):
   """The best dev value best_trial.txt records, else None (no such file)."""
   best_trial = path(output_dir, BEST_TRIAL)
-  if not os.path.exists(best_trial):
+  if not fileio.exists(best_trial):
     return None
-  with open(best_trial, "r", encoding="utf-8") as f:
-    return float(f.read().strip().split(":")[-1])
+  return float(fileio.read_text(best_trial).strip().split(":")[-1])
 
 
 def write_best_checkpoint_record(output_dir, checkpoint, step, metric, value, result,

@@ -11,7 +11,8 @@ characters, as editors do) and the byte:
 
 import codecs
 
-from albert_tf.errors import AlbertError
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors
 
 _HINT = "saved as Latin-1 or Windows-1252? re-save it as UTF-8"
 
@@ -60,22 +61,12 @@ def read_file(path, expected="a UTF-8 text file", bom=True):
     AlbertError: the file is missing, a directory, unreadable (naming `expected`), or not UTF-8
       (naming line, column and byte offset).
   """
-  if "://" in str(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top  # lazy: gs:// paths only
-    try:
-      with tf.io.gfile.GFile(path, "rb") as f:
-        return decode(f.read(), path, bom=bom)
-    except tf.errors.NotFoundError:
-      raise AlbertError(f"{path}: file not found (expected {expected})") from None
-    except tf.errors.OpError as e:
-      raise AlbertError(f"{path}: cannot read ({e.message.splitlines()[0]})") from None
   try:
-    with open(path, "rb") as f:
-      data = f.read()
-  except FileNotFoundError:
-    raise AlbertError(f"{path}: file not found (expected {expected})") from None
-  except IsADirectoryError:
-    raise AlbertError(f"{path}: is a directory (expected {expected})") from None
-  except OSError as e:
-    raise AlbertError(f"{path}: cannot read ({e.strerror})") from None
+    data = fileio.read_bytes(path)
+  except file_errors() as e:
+    if fileio.isdir(path):
+      raise AlbertError(f"{path}: is a directory (expected {expected})") from None
+    if not fileio.exists(path):
+      raise AlbertError(f"{path}: file not found (expected {expected})") from None
+    raise AlbertError(f"{path}: cannot read ({file_error_reason(e)})") from None
   return decode(data, path, bom=bom)

@@ -116,7 +116,7 @@ class CustomTaskSpec:
   def split_path(self, data_dir, split):
     """The file of `split` under data_dir; AlbertError if there is none, or several."""
     candidates = self.split_candidates(data_dir, split)
-    found = [path for path in candidates if os.path.exists(path)]
+    found = [path for path in candidates if fileio.exists(path)]
     if len(found) > 1:
       raise AlbertError(f"{data_dir}: several {split} files ({', '.join(found)}); say which "
                         "format to read with --data_format")
@@ -364,7 +364,7 @@ def _resolve_labels(spec, data_dir, labels, asked_type):
     wanted, source = (REGRESSION, ()), "--regression"
   elif recorded is None:
     candidates = spec.split_candidates(data_dir, "train")
-    if not any(os.path.exists(candidate) for candidate in candidates):
+    if not any(fileio.exists(candidate) for candidate in candidates):
       raise AlbertError(f"no label list: no --labels, no {path or LABEL_LIST_FILE} of a training "
                         f"run, and no {table_files.names(candidates)} to infer them from")
     table = spec.read_table(data_dir, "train")

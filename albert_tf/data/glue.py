@@ -232,7 +232,7 @@ def split_path(data_dir, task, split):
   # The official ALBERT --data_dir is the GLUE root; BERT's was the task directory itself
   # (glue_data/MRPC). Accept the latter when the file is directly there.
   direct = os.path.join(data_dir, spec.splits[split].file)
-  if not os.path.exists(path) and os.path.exists(direct):
+  if not fileio.exists(path) and fileio.exists(direct):
     return direct
   return path
 

@@ -17,6 +17,7 @@ from typing import Callable, List, Optional
 
 from absl import logging
 
+from albert_tf.common import fileio
 from albert_tf.common import utf8
 from albert_tf.errors import AlbertError, parse_json_object
 
@@ -58,7 +59,7 @@ def read_examples(data_dir, split, high_only=False, middle_only=False,
     if (level == "middle" and high_only) or (level == "high" and middle_only):
       continue
     level_dir = os.path.join(split_dir, level)
-    if not os.path.isdir(level_dir):
+    if not fileio.isdir(level_dir):
       raise AlbertError(f"{level_dir}: directory not found (expected the RACE layout "
                         f"<data_dir>/RACE/<split>/<middle|high>/all.txt)")
     for path in level_files(level_dir):
@@ -71,9 +72,9 @@ def read_examples(data_dir, split, high_only=False, middle_only=False,
 def level_files(level_dir):
   """The files one level directory contributes: `all.txt` (official), else every `*.txt`."""
   all_file = os.path.join(level_dir, ALL_FILE)
-  if os.path.isfile(all_file):
+  if fileio.isfile(all_file):
     return [all_file]
-  files = [os.path.join(level_dir, name) for name in sorted(os.listdir(level_dir))
+  files = [os.path.join(level_dir, name) for name in fileio.listdir(level_dir)
            if name.endswith(".txt")]
   if files:
     logging.warning("%s has no %s (what the official reader reads): reading its %d per-passage "
@@ -87,12 +88,12 @@ def tree_fingerprint(data_dir, split):
   split_dir = os.path.join(data_dir, "RACE", split)
   for level in LEVELS:
     level_dir = os.path.join(split_dir, level)
-    if not os.path.isdir(level_dir):
+    if not fileio.isdir(level_dir):
       continue
     for path in level_files(level_dir):
-      stat = os.stat(path)
+      identity = fileio.file_fingerprint(path)
       name = os.path.basename(path)
-      digest.update(f"{level}/{name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+      digest.update(f"{level}/{name}:{identity['size']}:{identity['mtime']}\n".encode())
   return digest.hexdigest()
 
 

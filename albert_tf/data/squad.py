@@ -593,8 +593,8 @@ def prepare_predict_features(examples, tokenizer, settings, predict_feature_file
 
   Returns the list of SquadFeature (for post-processing); the TFRecord is at predict_feature_file.
   """
-  if (tf.io.gfile.exists(predict_feature_file) and
-      tf.io.gfile.exists(predict_feature_left_file)):
+  if (fileio.exists(predict_feature_file) and
+      fileio.exists(predict_feature_left_file)):
     logging.info("Loading cached prediction features from %s", predict_feature_left_file)
     payload = _read_features_left(predict_feature_left_file, settings, examples)
     features = _features_from_left(payload)
@@ -624,7 +624,7 @@ def _settings_path(feature_file):
 def _read_sidecar(path):
   """The JSON of a feature file's sidecar; None if there is none or it is unreadable (then it
   vouches for nothing and the file is checked as one of the official code's)."""
-  if not tf.io.gfile.exists(path):
+  if not fileio.exists(path):
     return None
   try:
     return fileio.read_json(path)
@@ -643,7 +643,7 @@ def prepare_train_features(examples, tokenizer, settings, train_feature_file):
   must be whole TFRecords with the right sequence length.
   """
   settings_path = _settings_path(train_feature_file)
-  if tf.io.gfile.exists(train_feature_file):
+  if fileio.exists(train_feature_file):
     logging.info("Using cached training features %s", train_feature_file)
     sidecar = _read_sidecar(settings_path)
     # Older sidecars hold the settings alone.

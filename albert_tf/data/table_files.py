@@ -154,7 +154,7 @@ def read_table(path, data_format, header=True):
   """Reads a whole TSV, CSV or JSON Lines file.
 
   Args:
-    path: a local file.
+    path: a local file or a tf.io.gfile URL (gs://...).
     data_format: one of FORMATS.
     header: TSV/CSV: whether the first line names the columns (ignored for JSON Lines).
   Returns:

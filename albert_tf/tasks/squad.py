@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.checkpoints.init import init_from_checkpoint
+from albert_tf.common import fileio
 from albert_tf.checkpoints.tf1 import load_tf1_head
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
@@ -174,7 +175,7 @@ class SquadTask(Task):
     if not self.init_checkpoint:
       return None
     report = init_from_checkpoint(model, self.init_checkpoint)
-    if report is not None and tf.io.gfile.exists(report.checkpoint + ".index"):
+    if report is not None and fileio.exists(report.checkpoint + ".index"):
       # TF1: the encoder is loaded; an official SQuAD head may be there too (not in an HF
       # directory or a hub module, which carry no SQuAD head).
       loaded = load_tf1_head(model, report.checkpoint)

@@ -24,6 +24,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
+from albert_tf.common import fileio
 from albert_tf.common.export_format import EXPORT_INFO, SPM_ASSET_NAME
 from albert_tf.errors import AlbertError
 
@@ -32,10 +33,11 @@ _ASSETS_KEY = "saved_model_assets"  # tf.compat.v1.saved_model.ASSETS_KEY
 
 
 def is_remote_handle(handle):
-  """True for a handle that needs the network: a URL (other than gs://) or a tfhub.dev handle."""
+  """True for a handle that needs the network: an http(s) URL or a tfhub.dev handle (gs://, and
+  any other filesystem tf.io.gfile reads, e.g. ram://, is read as a directory)."""
   handle = os.fspath(handle)
   if "://" in handle:
-    return not handle.startswith("gs://")
+    return handle.lower().startswith(("http://", "https://"))
   return handle.startswith(("tfhub.dev/", "www.tfhub.dev/"))
 
 
@@ -51,13 +53,13 @@ def read_module_directory(handle):
     raise AlbertError(f"{path}: TF-Hub module URLs are not fetched (no network at run time); "
                       f"download the module, extract it and pass its local directory")
   path = path.rstrip("/") or path
-  if not tf.io.gfile.isdir(path):
-    if tf.io.gfile.exists(path):
+  if not fileio.isdir(path):
+    if fileio.exists(path):
       raise AlbertError(f"{path}: not a directory (expected an extracted TF-Hub module "
                         f"directory with saved_model.pb; extract a .tar.gz first)")
     raise AlbertError(f"{path}: no such directory (expected a TF-Hub module directory)")
   saved_model_file = posixpath.join(path, "saved_model.pb")
-  if not tf.io.gfile.exists(saved_model_file):
+  if not fileio.exists(saved_model_file):
     raise AlbertError(f"{path}: no saved_model.pb (expected a TF-Hub module / SavedModel "
                       f"directory)")
   return path, _read_saved_model(saved_model_file)
@@ -65,7 +67,7 @@ def read_module_directory(handle):
 
 def is_tf1_hub_module(path):
   """True for the official TF1 hub format (its tfhub_module.pb)."""
-  return tf.io.gfile.exists(posixpath.join(path, MODULE_DEF_FILE))
+  return fileio.exists(posixpath.join(path, MODULE_DEF_FILE))
 
 
 def read_tokenization_info(handle):
@@ -98,7 +100,7 @@ def tf1_tokenization_info(path, saved_model):
     raise AlbertError(f"{path}: the tokenization_info vocab_file is not a module asset "
                       f"(expected the SentencePiece model, 30k-clean.model, in assets/)")
   spm_model_file = posixpath.join(path, "assets", filename)
-  if not tf.io.gfile.exists(spm_model_file):
+  if not fileio.exists(spm_model_file):
     raise AlbertError(f"{path}: no SentencePiece asset assets/{filename} (the module's "
                       f"tokenization_info names it)")
   lower_node = _const_node(nodes, signature.outputs["do_lower_case"].name)
@@ -111,7 +113,7 @@ def tf1_tokenization_info(path, saved_model):
 def albert_tf_tokenization_info(path):
   """(spm asset path, do_lower_case) of our export: the asset, and what the export recorded."""
   spm_model_file = posixpath.join(path, "assets", SPM_ASSET_NAME)
-  if not tf.io.gfile.exists(spm_model_file):
+  if not fileio.exists(spm_model_file):
     raise AlbertError(f"{path}: no SentencePiece asset assets/{SPM_ASSET_NAME} "
                       f"(exported without --spm_model_file?)")
   info = export_info(path)
@@ -129,10 +131,10 @@ def albert_tf_tokenization_info(path):
 def export_info(path):
   """Our export's assets.extra/albert_export.json as a dict ({} when absent or unreadable)."""
   info_file = posixpath.join(path, EXPORT_INFO)
-  if not tf.io.gfile.exists(info_file):
+  if not fileio.exists(info_file):
     return {}
   try:
-    info = json.loads(tf.io.gfile.GFile(info_file, "r").read())
+    info = json.loads(fileio.read_text(info_file))
   except (json.JSONDecodeError, OSError, tf.errors.OpError):
     return {}
   return info if isinstance(info, dict) else {}
@@ -141,7 +143,7 @@ def export_info(path):
 def _read_saved_model(saved_model_file):
   proto = saved_model_pb2.SavedModel()
   try:
-    proto.ParseFromString(tf.io.gfile.GFile(saved_model_file, "rb").read())
+    proto.ParseFromString(fileio.read_bytes(saved_model_file))
   except Exception as e:  # pylint: disable=broad-except  (DecodeError and I/O errors)
     raise AlbertError(f"{saved_model_file}: not a readable SavedModel proto ({e})") from None
   if not proto.meta_graphs:

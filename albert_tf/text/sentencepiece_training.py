@@ -9,6 +9,7 @@ the same conventions, so every tokenizer and data tool in albert_tf accepts them
 """
 
 import os
+import tempfile
 import threading
 
 import sentencepiece as spm
@@ -42,9 +43,9 @@ def _checked_input_files(input_files):
   if not input_files:
     raise AlbertError("train_sentencepiece: no input files given")
   for path in input_files:
-    if not os.path.isfile(path):
+    if not fileio.isfile(path):
       raise AlbertError(f"train_sentencepiece: input file {path} does not exist")
-    if os.path.getsize(path) == 0:
+    if fileio.getsize(path) == 0:
       raise AlbertError(f"train_sentencepiece: input file {path} is empty")
   return input_files
 
@@ -66,10 +67,12 @@ def train_sentencepiece(input_files,
 
   Args:
     input_files: a path or a list of paths of plain-text files (one sentence per line; blank lines
-      are ignored by SentencePiece).
-    model_prefix: output prefix; writes `<model_prefix>.model` and `<model_prefix>.vocab`. Its
-      directory is created if missing. SentencePiece writes them under a temporary prefix of
-      this process first; they are renamed into place once whole (the model last).
+      are ignored by SentencePiece), local or tf.io.gfile URLs (gs://...: copied to a local
+      temporary directory first, since SentencePiece reads only local files).
+    model_prefix: output prefix, local or a URL; writes `<model_prefix>.model` and
+      `<model_prefix>.vocab`. SentencePiece trains into a local temporary directory; the files
+      are then written whole at the prefix (its directory created if missing), the model last,
+      so a reader never finds half a model or a model without its vocabulary.
     vocab_size: the vocabulary size (30000 for the released models; tests use a few hundred).
     model_type: "unigram" as released; "bpe", "char" and "word" are accepted for experiments.
     character_coverage: share of characters covered by the vocabulary (official 0.99995).
@@ -91,11 +94,7 @@ def train_sentencepiece(input_files,
   """
   input_files = _checked_input_files(input_files)
   model_prefix = os.fspath(model_prefix)
-  out_dir = os.path.dirname(os.path.abspath(model_prefix))
-  os.makedirs(out_dir, exist_ok=True)
-
   flags = dict(
-      input=",".join(input_files),
       model_prefix=model_prefix,
       vocab_size=int(vocab_size),
       model_type=model_type,
@@ -116,26 +115,32 @@ def train_sentencepiece(input_files,
   if extra_flags:
     flags.update(extra_flags)
 
-  temp = fileio.temporary_name(model_prefix)
   model_path = model_prefix + ".model"
-  try:
+  with tempfile.TemporaryDirectory(prefix="albert_tf_spm_") as local_dir:
+    local_inputs = []
+    for i, path in enumerate(input_files):
+      if not fileio.is_local(path):  # SentencePiece opens its inputs itself
+        local = os.path.join(local_dir, f"input-{i}.txt")
+        fileio.copy(path, local)
+        path = local
+      local_inputs.append(path)
+    temp = os.path.join(local_dir, "spm")
     with _TRAIN_LOCK:
       spm.set_random_generator_seed(int(seed))
       try:
-        spm.SentencePieceTrainer.train(**dict(flags, model_prefix=temp), minloglevel=2)
+        spm.SentencePieceTrainer.train(**dict(flags, input=",".join(local_inputs),
+                                              model_prefix=temp), minloglevel=2)
       except (RuntimeError, OSError) as e:
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AlbertError(f"train_sentencepiece: SentencePiece training failed: {first_line}")
-    if not os.path.isfile(temp + ".model"):
+    if not fileio.isfile(temp + ".model"):
       raise AlbertError(f"train_sentencepiece: SentencePiece wrote no model at {model_path}")
-    # The model records the prefix it was trained for: the final one, as a direct run's would.
+    # The model records its inputs and prefix: the user's, as a direct run's would.
     proto = sentencepiece_model_pb2.ModelProto()
-    with open(temp + ".model", "rb") as f:
-      proto.ParseFromString(f.read())
+    proto.ParseFromString(fileio.read_bytes(temp + ".model"))
     proto.trainer_spec.model_prefix = model_prefix
-    fileio.replace(temp + ".vocab", model_prefix + ".vocab")
+    del proto.trainer_spec.input[:]
+    proto.trainer_spec.input.extend(input_files)
+    fileio.write_bytes(model_prefix + ".vocab", fileio.read_bytes(temp + ".vocab"))
     fileio.write_bytes(model_path, proto.SerializeToString())
-  finally:
-    for suffix in (".model", ".vocab"):
-      fileio.remove(temp + suffix)
   return model_path

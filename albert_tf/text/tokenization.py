@@ -23,7 +23,8 @@ from absl import logging
 
 import sentencepiece as spm
 
-from albert_tf.errors import AlbertError
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors
 
 # Every module-level name of the official tokenization.py (albert_tf.tokenization offers them).
 OFFICIAL_NAMES = (
@@ -207,22 +208,17 @@ def encode_ids(sp_model, text, sample=False):
 
 
 def load_vocab(vocab_file):
-  """Loads a vocabulary file (one token per line; for SentencePiece .vocab, the first column)."""
+  """Loads a vocabulary file (one token per line; for SentencePiece .vocab, the first column),
+  local or any tf.io.gfile URL."""
   vocab = collections.OrderedDict()
-  try:
-    with open(vocab_file, "rb") as reader:
-      for line_number, raw in enumerate(reader, 1):
-        try:
-          line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-          raise AlbertError(f"{vocab_file}:{line_number}: vocabulary line is not valid UTF-8")
-        token = line.strip().split()[0] if line.strip() else ""
-        if not token:
-          continue
-        if token not in vocab:
-          vocab[token] = len(vocab)
-  except OSError as e:
-    raise AlbertError(f"cannot read vocabulary file {vocab_file}: {e.strerror}")
+  for line_number, raw in enumerate(_read_bytes(vocab_file, "vocabulary file").split(b"\n"), 1):
+    try:
+      line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+      raise AlbertError(f"{vocab_file}:{line_number}: vocabulary line is not valid UTF-8")
+    token = line.strip().split()[0] if line.strip() else ""
+    if token and token not in vocab:
+      vocab[token] = len(vocab)
   if not vocab:
     raise AlbertError(f"vocabulary file {vocab_file} is empty")
   return vocab
@@ -379,18 +375,15 @@ class WordpieceTokenizer:
 
 
 def _read_bytes(path, flag):
-  """File contents; remote paths (gs://...) through tf.io.gfile."""
+  """File contents, local or any tf.io.gfile URL (gs://...; TensorFlow is loaded only then).
+
+  Raises:
+    AlbertError: "cannot read <flag> <path>: <reason>", the same words locally and on a URL.
+  """
   try:
-    if "://" in str(path):
-      import tensorflow as tf  # lazy: the tokenizer is TensorFlow-free (tests/test_package.py)
-      with tf.io.gfile.GFile(path, "rb") as f:
-        return f.read()
-    with open(path, "rb") as f:
-      return f.read()
-  except OSError as e:
-    raise AlbertError(f"cannot read {flag} {path}: {e.strerror}")
-  except Exception as e:  # pylint: disable=broad-except  (tf.errors.OpError for remote paths)
-    raise AlbertError(f"cannot read {flag} {path}: {type(e).__name__}")
+    return fileio.read_bytes(path)
+  except file_errors() as e:
+    raise AlbertError(f"cannot read {flag} {path}: {file_error_reason(e)}") from None
 
 
 def check_vocabulary_fits(tokenizer, config):

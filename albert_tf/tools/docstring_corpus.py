@@ -34,7 +34,7 @@ def default_source_dirs():
   dirs = []
   for key in ("stdlib", "purelib", "platlib"):
     path = paths.get(key)
-    if path and os.path.isdir(path) and path not in dirs:
+    if path and fileio.isdir(path) and path not in dirs:
       dirs.append(path)
   return dirs
 
@@ -95,8 +95,7 @@ def iter_docstring_documents(source_dirs=None, min_sentences=2):
   for root in source_dirs or default_source_dirs():
     for path in _iter_python_files(root):
       try:
-        with open(path, "rb") as f:
-          source = f.read()
+        source = fileio.read_bytes(path)
       except OSError:
         continue
       for doc in _iter_docstrings(source):
@@ -132,7 +131,7 @@ def build_docstring_corpus(output_path, max_bytes=20_000_000, source_dirs=None, 
   num_docs = 0
   try:
     with fileio.atomic_path(output_path) as temp:
-      with open(temp, "w", encoding="utf-8", newline="\n") as f:
+      with fileio.open_file(temp, "w") as f:
         for sentences in iter_docstring_documents(source_dirs, min_sentences):
           block = "\n".join(sentences) + "\n\n"
           size = len(block.encode("utf-8"))

@@ -23,7 +23,7 @@ MRPC_TEST_HEADER = "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
 def read_documents(corpus_path):
   """Reads a corpus (one sentence per line, blank line between documents) into lists of lines."""
-  if not os.path.isfile(corpus_path):
+  if not fileio.isfile(corpus_path):
     raise AlbertError(f"{corpus_path}: corpus file does not exist")
   documents, current = [], []
   for line in utf8.read_file(corpus_path, "a corpus").split("\n"):

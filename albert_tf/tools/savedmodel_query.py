@@ -11,11 +11,13 @@ and calls its `serving_default` signature, which takes raw text; nothing of albe
 
 import collections
 import csv
+import io
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (registers the SentencePiece ops)
 
-from albert_tf.errors import AlbertError
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors
 from albert_tf.export.saved_model_writer import latest_export
 
 
@@ -31,18 +33,20 @@ def read_pairs(path, limit):
   """
   rows, labelled = [], True
   try:
-    with open(path, encoding="utf-8") as f:
-      for n, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
-        if len(row) != 5:
-          raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
-        if n == 0:
-          labelled = row[0] != "index"
-          continue
-        rows.append((row[0] if labelled else None, row[3], row[4]))
-        if len(rows) == limit:
-          break
-  except OSError as e:
-    raise AlbertError(f"{path}: cannot read pair file ({e.strerror})") from None
+    text = fileio.read_text(path)
+  except file_errors() as e:
+    raise AlbertError(f"{path}: cannot read pair file ({file_error_reason(e)})") from None
+  # newline=None: "\r\n" and "\r" end lines as in a file opened in text mode.
+  for n, row in enumerate(csv.reader(io.StringIO(text, newline=None), delimiter="\t",
+                                     quoting=csv.QUOTE_NONE)):
+    if len(row) != 5:
+      raise AlbertError(f"{path}:{n + 1}: expected 5 tab-separated columns, got {len(row)}")
+    if n == 0:
+      labelled = row[0] != "index"
+      continue
+    rows.append((row[0] if labelled else None, row[3], row[4]))
+    if len(rows) == limit:
+      break
   return rows
 
 

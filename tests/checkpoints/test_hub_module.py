@@ -277,6 +277,7 @@ def test_url_handle_is_refused(handle):
 
 def test_gs_and_local_paths_are_not_urls():
   assert not is_remote_handle("gs://bucket/albert_base")
+  assert not is_remote_handle("ram://bucket/albert_base")  # any filesystem tf.io.gfile reads
   assert not is_remote_handle("/tmp/albert_base")
   assert not is_remote_handle("hub/tfhub.dev/albert")
 

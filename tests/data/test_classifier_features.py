@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import classifier_features, glue
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
+from tests.helpers import remote as remote_helpers
 
 
 # ---------------------------------------------------------------------------- features
@@ -64,3 +66,29 @@ def test_tfrecord_roundtrip_and_cache(tmp_path):
   with pytest.raises(AlbertError, match=r"records hold 8 input_ids, expected 16"):
     classifier_features.check_record_length(path, 16)
   assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
+
+
+def test_classifier_feature_cache_on_ram_is_written_once_and_reused(tmp_path):
+  examples = [glue.InputExample(str(i), "a b c", "d e", ["0", "1"][i % 2]) for i in range(3)]
+  calls = []
+
+  def make():
+    calls.append(1)
+    tok = _WordTokenizer()
+    return (classifier_features.convert_classifier_example(e, ["0", "1"], 8, tok)
+            for e in examples)
+
+  bucket = remote_helpers.ram_bucket()
+  remote = f"{bucket}/cache/train.tf_record"
+  local = str(tmp_path / "train.tf_record")
+  for path in (remote, local):
+    classifier_features.cached_features(path, {"max_seq_length": 8}, make)
+  classifier_features.cached_features(remote, {"max_seq_length": 8}, make)
+  assert len(calls) == 2  # one build each; the second call on ram:// reused its cache
+  assert fileio.read_bytes(remote) == fileio.read_bytes(local)
+  assert not [name for name in fileio.listdir(f"{bucket}/cache") if ".tmp" in name]
+  classifier_features.cached_features(remote, {"max_seq_length": 9}, make)
+  assert len(calls) == 3  # other settings: rebuilt
+  batches = list(classifier_features.make_dataset(remote, 8, "eval", batch_size=2))
+  assert [b[0]["input_ids"].shape[0] for b in batches] == [2, 1]
+  np.testing.assert_array_equal(batches[0][1]["label_ids"].numpy(), [0, 1])

@@ -5,6 +5,7 @@ import pytest
 
 from albert_tf.errors import AlbertError
 from albert_tf.tools.pair_task import make_sentence_pairs, read_documents, write_mrpc_task
+from tests.helpers import remote as remote_helpers
 
 
 def _corpus(tmp_path, docs):
@@ -114,3 +115,11 @@ def test_span_takes_that_many_consecutive_sentences_a_side(tmp_path):
     make_sentence_pairs(documents, 2, span=4)
   with pytest.raises(AlbertError, match="span=0 is invalid"):
     make_sentence_pairs(documents, 2, span=0)
+
+
+def test_a_corpus_on_ram_reads_as_the_local_one(tmp_path):
+  """ram:// stands in for gs://: the corpus flag may be a bucket's file."""
+  local = _corpus(tmp_path, [[f"doc{d} sentence{s}" for s in range(3)] for d in range(4)])
+  assert read_documents(remote_helpers.copied_to_ram(local)) == read_documents(local)
+  with pytest.raises(AlbertError, match=r"^ram://.*/missing.txt: corpus file does not exist$"):
+    read_documents(f"{remote_helpers.ram_bucket()}/missing.txt")

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from albert_tf.errors import AlbertError
 from albert_tf.tools import savedmodel_query
+from tests.helpers import remote as remote_helpers
 from tests.helpers.paths import REPO
 
 HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -102,3 +103,14 @@ def test_score_and_reader_by_hand(tmp_path):
     savedmodel_query.read_pairs(str(bad), 0)
   with pytest.raises(AlbertError, match="missing.tsv: cannot read pair file"):
     savedmodel_query.read_pairs(str(tmp_path / "missing.tsv"), 0)
+
+
+def test_pairs_on_ram_read_as_the_local_ones(tmp_path):
+  """ram:// stands in for gs://; a missing file is the local one-line error."""
+  local = _write(tmp_path / "dev.tsv", ROWS)
+  assert savedmodel_query.read_pairs(remote_helpers.copied_to_ram(local), 0) == ROWS
+  bucket = remote_helpers.ram_bucket()
+  with pytest.raises(AlbertError) as info:
+    savedmodel_query.read_pairs(f"{bucket}/missing.tsv", 0)
+  assert str(info.value) == (
+      f"{bucket}/missing.tsv: cannot read pair file (No such file or directory)")

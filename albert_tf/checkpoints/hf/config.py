@@ -10,7 +10,8 @@ import math
 import os
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import AlbertError, parse_json_object
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors, parse_json_object
 
 CONFIG_NAME = "config.json"
 LAYER_NORM_EPSILON = 1e-12
@@ -73,10 +74,9 @@ def read_hf_config_json(path):
   """The dict of `<path>/config.json`, checked to be an ALBERT config."""
   config_file = os.path.join(os.fspath(path), CONFIG_NAME)
   try:
-    with open(config_file, "r", encoding="utf-8") as f:
-      text = f.read()
-  except OSError as e:
-    raise AlbertError(f"{config_file}: cannot read HF config ({e.strerror})") from None
+    text = fileio.read_text(config_file)
+  except file_errors() as e:
+    raise AlbertError(f"{config_file}: cannot read HF config ({file_error_reason(e)})") from None
   obj = parse_json_object(text, config_file, "a JSON object (an HF config)")
   if obj.get("model_type") != "albert":
     raise AlbertError(f"{config_file}: model_type={obj.get('model_type')!r} is not an HF "
@@ -92,7 +92,7 @@ def config_from_hf(path):
       LayerNorm epsilon other than 1e-12, relative positions, untied MLM decoder).
   """
   path = os.fspath(path)
-  if os.path.basename(path) == CONFIG_NAME and os.path.isfile(path):
+  if os.path.basename(path) == CONFIG_NAME and fileio.isfile(path):
     path = os.path.dirname(path) or "."
   obj = read_hf_config_json(path)
   config_file = os.path.join(path, CONFIG_NAME)

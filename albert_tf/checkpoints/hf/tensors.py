@@ -47,15 +47,18 @@ def is_hf_directory(path):
   missing weights file rather than "no checkpoint".
   """
   path = os.fspath(path)
-  if not os.path.isdir(path) or not os.path.isfile(os.path.join(path, CONFIG_NAME)):
+  if not fileio.isdir(path) or not fileio.isfile(os.path.join(path, CONFIG_NAME)):
     return False
   if has_weights_file(path):
     return True
-  return not os.path.exists(os.path.join(path, "checkpoint"))
+  return not fileio.exists(os.path.join(path, "checkpoint"))
 
 
 def _load_safetensors_file(file, shapes_only=False):
   try:
+    if not fileio.is_local(file):  # safetensors opens only local names: a URL's bytes
+      tensors = st_numpy.load(fileio.read_bytes(file))
+      return {name: value.shape for name, value in tensors.items()} if shapes_only else tensors
     if shapes_only:
       with safetensors.safe_open(file, framework="np") as f:
         return {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
@@ -93,8 +96,7 @@ def read_hf_tensors(path, shapes_only=False):
 def _index_shards(index_file):
   """The shard files an HF `*.index.json` names, each once, sorted."""
   try:
-    with open(index_file, "r", encoding="utf-8") as f:
-      weight_map = json.load(f)["weight_map"]
+    weight_map = json.loads(fileio.read_text(index_file))["weight_map"]
     shards = sorted(set(weight_map.values()))
   except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
     raise AlbertError(f"{index_file}: not an HF weights index with a weight_map "
@@ -120,16 +122,17 @@ def weights_file(path):
   """The weights file (or index) of the HF directory at `path` that is read, or None."""
   for name in WEIGHT_FILES:
     candidate = os.path.join(os.fspath(path), name)
-    if os.path.isfile(candidate):
+    if fileio.isfile(candidate):
       return candidate
   return None
 
 
 def write_hf_tensors(tensors, directory):
   """Writes {HF name: float32 array} as `<directory>/model.safetensors`, atomically."""
-  with fileio.atomic_path(os.path.join(directory, WEIGHTS_NAME)) as temp:
-    # metadata format "pt": transformers refuses safetensors files without a known format.
-    st_numpy.save_file(tensors, temp, metadata={"format": "pt"})
+  # metadata format "pt": transformers refuses safetensors files without a known format.
+  # (safetensors writes only local names: the bytes go through fileio, for a URL too.)
+  fileio.write_bytes(os.path.join(directory, WEIGHTS_NAME),
+                     st_numpy.save(tensors, metadata={"format": "pt"}))
 
 
 def as_float32(name, value, where):

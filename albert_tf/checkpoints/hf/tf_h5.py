@@ -20,6 +20,7 @@ import os
 import h5py
 import numpy as np
 
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
 _RENAMED_LEAVES = {"kernel": "weight", "gamma": "weight", "embeddings": "weight", "beta": "bias"}
@@ -68,7 +69,9 @@ def read_tf_h5(path, shapes_only=False):
   path = os.fspath(path)
   tensors = {}
   try:
-    with h5py.File(path, "r") as f:
+    # h5py opens a local name itself; a URL's bytes come through a file object (tf.io.gfile).
+    source = path if fileio.is_local(path) else fileio.open_file(path, "rb")
+    with h5py.File(source, "r") as f:
       for layer in _names_attribute(f, "layer_names", path):
         group = f[layer]
         for keras_name in _names_attribute(group, "weight_names", path):

@@ -32,7 +32,8 @@ import zipfile
 import ml_dtypes
 import numpy as np
 
-from albert_tf.errors import AlbertError
+from albert_tf.common import fileio
+from albert_tf.errors import AlbertError, file_error_reason, file_errors
 
 # torch.<Type>Storage -> the element type of its bytes (little-endian unless said otherwise).
 STORAGE_DTYPES = {
@@ -275,7 +276,7 @@ def _tensor_array(tensor, byteorder):
 
 def _read_zip(path, shapes_only):
   try:
-    with zipfile.ZipFile(path) as archive:
+    with fileio.open_file(path, "rb") as raw, zipfile.ZipFile(raw) as archive:
       pickles = [n for n in archive.namelist()
                  if n.endswith("/data.pkl") and n.count("/") == 1]
       if len(pickles) != 1:
@@ -310,8 +311,7 @@ def _read_zip(path, shapes_only):
 
 
 def _read_legacy(path, shapes_only):
-  with open(path, "rb") as f:
-    data = f.read()
+  data = fileio.read_bytes(path)
   position = 0
   header = []
   for _ in range(3):  # magic number, protocol version, sys_info: plain values
@@ -353,18 +353,20 @@ def read_torch_file(path, shapes_only=False):
   """
   path = os.fspath(path)
   try:
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
       start = f.read(4)
     if start.startswith(b"PK"):
       return _read_zip(path, shapes_only)
     if start.startswith(b"\x80"):
       return _read_legacy(path, shapes_only)
-    if tarfile.is_tarfile(path):
+    with fileio.open_file(path, "rb") as f:
+      is_tar = tarfile.is_tarfile(f)
+    if is_tar:
       raise _Refused("a PyTorch < 0.4 tar checkpoint, which is not read (load and re-save it "
                      "with torch)")
     raise _Refused("neither a zip nor a pickle")
   except _Refused as e:
     raise AlbertError(f"{path}: refused as a PyTorch checkpoint: {e} (nothing in it was run)"
                       ) from None
-  except OSError as e:
-    raise AlbertError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from None
+  except file_errors() as e:
+    raise AlbertError(f"{path}: cannot read ({file_error_reason(e)})") from None

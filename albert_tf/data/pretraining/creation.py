@@ -42,7 +42,7 @@ from albert_tf.common import utf8
 from albert_tf.common import fileio
 from albert_tf.data.pretraining import document_index
 from albert_tf.data.pretraining import instances as instances_lib
-from albert_tf.errors import AlbertError
+from albert_tf.errors import AlbertError, file_error_reason, file_errors
 from albert_tf.text import tokenization
 
 _PROGRESS_EVERY_SECONDS = 2.0
@@ -224,13 +224,12 @@ def source_documents(chunk, encoded_lines):
 
 
 def _open_binary(path):
-  if "://" in path:
-    import tensorflow as tf  # lazy: create_pretraining_data's workers stay TensorFlow-free
-    return tf.io.gfile.GFile(path, "rb")
+  """A binary file object of a local path or URL (fileio loads TensorFlow for URLs only, so the
+  workers of a local corpus stay TensorFlow-free)."""
   try:
-    return open(path, "rb")
-  except OSError as e:
-    raise AlbertError(f"--input_file: cannot open {path}: {e.strerror}")
+    return fileio.open_file(path, "rb")
+  except file_errors() as e:
+    raise AlbertError(f"--input_file: cannot open {path}: {file_error_reason(e)}")
 
 
 def iter_chunks(files, chunk_bytes, stop_event=None, open_binary=None):
@@ -718,7 +717,7 @@ def create_pretraining_data(input_file,
     for removed in fileio.remove_temporaries(os.path.dirname(path), [os.path.basename(path)]):
       print(f"note: removed {removed}, left by an interrupted run", file=progress_stream,
             flush=True)
-  total_bytes = sum(os.path.getsize(f) if "://" not in f else 0 for f in files)
+  total_bytes = sum(fileio.getsize(f) for f in files)
   chunk_bytes = int(chunk_mb * 1e6)
   index = None
   if options.random_next_sentence:  # NSP negatives draw B from the whole input

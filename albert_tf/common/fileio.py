@@ -24,6 +24,10 @@ Where TensorFlow's in-memory filesystem (ram://) differs from Cloud Storage:
   parents first (as on a local disk).
 * ram:// renames a directory's own entry but not the files below it; Cloud Storage renames
   each object. Neither is atomic, so nothing here renames a directory off the local disk.
+* ram:// lists, in a directory `d`, the rest of every sibling name that starts with `d`'s
+  name: `assets/` of a SavedModel lists `.extra` (from `assets.extra/`). `listdir` and `walk`
+  leave out such names that do not exist (on ram:// only), and `remove` deletes a ram://
+  tree itself (tf.io.gfile.rmtree trips over them).
 """
 
 import builtins
@@ -93,13 +97,23 @@ def listdir(path):
   path = os.fspath(path)
   if is_local(path):
     return sorted(os.listdir(path))
-  return sorted({name.rstrip("/") for name in _gfile().listdir(path)})
+  return sorted(name for name in {name.rstrip("/") for name in _gfile().listdir(path)}
+                if not _ram_phantom(path, name))
+
+
+def _ram_phantom(directory, name):
+  """True for a name ram:// lists in `directory` that is not there (see the docstring)."""
+  return directory.startswith("ram://") and not _gfile().exists(
+      f"{directory.rstrip('/')}/{name}")
 
 
 def walk(top):
   """os.walk's (dirpath, dirnames, filenames), top-down, for any path."""
   top = os.fspath(top)
-  return os.walk(top) if is_local(top) else _gfile().walk(top)
+  if is_local(top):
+    return os.walk(top)
+  return ((dirpath, dirnames, [name for name in filenames if not _ram_phantom(dirpath, name)])
+          for dirpath, dirnames, filenames in _gfile().walk(top))
 
 
 def abspath(path):
@@ -287,9 +301,23 @@ def remove(path):
     elif os.path.exists(path):
       os.remove(path)
   elif isdir(path):
-    _gfile().rmtree(path)
+    if path.startswith("ram://"):
+      _remove_ram_tree(path)
+    else:
+      _gfile().rmtree(path)
   elif isfile(path):
     _gfile().remove(path)
+
+
+def _remove_ram_tree(path):
+  """tf.io.gfile.rmtree for ram://, whose own stops at a listed name that is not there: every
+  file, then every directory entry (ram:// deletes a directory's entry as it deletes a file)."""
+  files, directories = [], []
+  for dirpath, _, filenames in walk(path):
+    directories.append(dirpath)
+    files.extend(f"{dirpath.rstrip('/')}/{name}" for name in filenames)
+  for name in files + sorted(directories, reverse=True):
+    _gfile().remove(name)
 
 
 def replace(source, target):

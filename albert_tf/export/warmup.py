@@ -8,7 +8,8 @@ signature's name and its inputs as TensorProtos). The first call of a signature 
 built for the shapes seen), so without these records the first real request pays for it.
 
 `write_warmup_requests(export_dir, info)` runs where an export is finalised
-(`saved_model_writer`, before the rename that publishes it): it reads the signatures from each
+(`saved_model_writer`, before the rename that publishes it; on an object store, before the
+file-by-file publish): it reads the signatures from each
 `saved_model.pb` of the export (the version itself and `core_ops/`, which is served on its own),
 and writes, for every signature that takes inputs, one request per batch size of
 `WARMUP_BATCH_SIZES` with realistic inputs that pass the signature's checks

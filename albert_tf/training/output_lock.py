@@ -46,9 +46,10 @@ What is guaranteed, by where output_dir is:
   win only if one of them wrote its record more than those 2 s after it saw no lock (or a stale
   one), i.e. a run stalled between the check and the write; that is the race window.
 * Object stores, while holding: the record's token is the run's marker, checked before every
-  save. Every atomic write of the process (`fileio.atomic_path`: result files, caches, the input
-  position's signature written before each checkpoint, export versions; `fileio.commit_check` is
-  the hook) first reads the lock back, and a run whose token is no longer there (another run
+  save. Every atomic write of the process (`fileio.atomic_path`: result files, caches, export
+  versions, and at each checkpoint save the input signature written before the model's files;
+  `fileio.commit_check` is the hook) first reads the lock back, and a run whose token is no
+  longer there (another run
   took the directory over: the race above, or a stale-looking holder that was only stalled)
   stops with a one-line AlbertError instead of overwriting the winner's files:
 

@@ -10,6 +10,8 @@ fresh bucket per test) standing in for gs://.
   machine's staging is left alone; a version whose publish was cut short is numbered over and
   skipped; the in-place (TF Hub style) export is replaced in place.
 * A run that lost its output lock on the bucket is refused before an export is published.
+* The TF Hub style preprocessor written to ram:// (in place, its SentencePiece model an asset)
+  gives the local export's token ids.
 * The TFLite file written to ram:// gives the Keras model's outputs.
 
 Where ram:// and Cloud Storage differ (a prefix of a file name looks like a directory on ram://;
@@ -33,6 +35,7 @@ from albert_tf.common.export_format import EXPORT_INFO, WARMUP_REQUESTS
 from albert_tf.errors import AlbertError
 from albert_tf.export import exporters
 from albert_tf.export import saved_model_writer
+from albert_tf.export.hub_preprocessor import export_preprocessor
 from albert_tf.export.tflite import write_tflite
 from albert_tf.training import output_lock
 from tests.export import test_core_ops_shared as core_ops
@@ -74,7 +77,7 @@ def exports(tmp_path_factory):
   local = export(str(root / "local"))
   base = f"{_bucket()}/models/classifier"
   remote = [export(base), export(base)]
-  return dict(local=local, base=base, remote=remote)
+  return dict(local=local, base=base, remote=remote, spm=spm, root=root)
 
 
 def test_versions_appear_whole_on_the_bucket(exports):
@@ -112,6 +115,19 @@ def test_warmup_records_on_the_bucket_are_the_local_exports(exports):
   for sub in ("", "core_ops"):
     local = records(exports["local"], sub)
     assert local and records(exports["remote"][0], sub) == local, sub
+
+
+def test_hub_preprocessor_on_the_bucket(exports):
+  local = export_preprocessor(str(exports["root"] / "preprocessor"), exports["spm"],
+                              seq_length=12)
+  remote = export_preprocessor(f"{_bucket()}/hub/preprocessor", exports["spm"], seq_length=12)
+  assert fileio.listdir(os.path.dirname(remote)) == ["preprocessor"]  # no staging left
+  sentences = tf.constant(["Albert shares parameters across layers.", "Rivers flow."])
+  want, got = tf.saved_model.load(local)(sentences), tf.saved_model.load(remote)(sentences)
+  assert sorted(got) == sorted(want)
+  for key, value in want.items():
+    np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=key)
+  assert int(tf.reduce_sum(want["input_mask"])) > 4  # real tokens, not only padding
 
 
 # ----------------------------------------------------------------------------- publishing

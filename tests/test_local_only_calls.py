@@ -38,21 +38,24 @@ ALLOWED = {
         "downloads over HTTP(S) into a local data dir: resumable .partial files appended to "
         "(object stores have no append) and archives unpacked member by member; users copy "
         "the prepared dir to a bucket (gsutil cp -r), and every script reads it there",
+    # One writer per output dir: O_EXCL and the atomic stale-lock takeover exist on a local disk
+    # only (a lock on a bucket is written, read back and checked before every commit instead).
+    "albert_tf/training/output_lock.py:OutputLock._move_aside":
+        "the local stale-lock takeover by atomic rename (acquire takes it only for local paths)",
+    "albert_tf/training/output_lock.py:_create_exclusive": "O_CREAT|O_EXCL: a local disk's",
+    "albert_tf/training/output_lock.py:_read_text": "/proc: this machine's boot id",
+    "albert_tf/training/output_lock.py:_process_stat": "/proc/<pid>/stat: a process of this machine",
+    "albert_tf/training/output_lock.py:_why_process_gone": "/proc: this machine's processes",
+    # Exports on a local disk appear by one directory rename; on a URL they are published file
+    # by file with saved_model.pb last (fileio.publish_directory), and these branches never run.
+    "albert_tf/export/saved_model_writer.py:remove_stale_leftovers":
+        "puts back a local export moved aside (.old-<pid>) by a killed swap (is_local branch)",
+    "albert_tf/export/saved_model_writer.py:_swap_in": "the local directory swap (is_local branch)",
+    "albert_tf/export/saved_model_writer.py:_rename_new_export":
+        "the local directory rename (is_local branch)",
+    "albert_tf/export/saved_model_writer.py:_claim_version":
+        "claims a version number by a rename that fails if taken: a local disk's (is_local)",
 
-    # ------------------------------------------------------------------------------------------
-    # TEMPORARY: being migrated (export owner / lead). Delete these lines once export/ and
-    # training/ go through fileio (issue 59); each is a call those modules still make.
-    "albert_tf/export/hub_encoder.py": "TEMPORARY: being migrated (export owner)",
-    "albert_tf/export/hub_preprocessor.py": "TEMPORARY: being migrated (export owner)",
-    "albert_tf/export/saved_model_writer.py": "TEMPORARY: being migrated (export owner)",
-    "albert_tf/export/serving.py": "TEMPORARY: being migrated (export owner); its "
-                                   "tf.train.load_checkpoint too (integrity.checkpoint_reader)",
-    "albert_tf/export/warmup.py": "TEMPORARY: being migrated (export owner)",
-    "albert_tf/training/output_lock.py": "TEMPORARY: being migrated (export owner)",
-    "albert_tf/training/runtime.py:resolve_seed": "TEMPORARY: being migrated (lead)",
-    "albert_tf/training/checkpointing.py": "TEMPORARY: being migrated (lead): "
-                                           "tf.io.gfile.exists",
-    "albert_tf/training/trainer.py": "TEMPORARY: being migrated (lead): tf.io.gfile.isdir/exists",
 }
 
 

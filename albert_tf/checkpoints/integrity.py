@@ -143,6 +143,7 @@ def atomic_checkpoint_prefix(prefix):
   temp = os.path.join(directory, f".{name}.tmp-{os.getpid()}")
   try:
     yield temp
+    fileio.run_commit_checks()  # e.g. a run that lost its output directory's lock: no commit
     new_files = checkpoint_files(temp)
     if not any(f.endswith(INDEX_SUFFIX) for f in new_files):
       raise AlbertError(f"{prefix}: the save wrote no index")

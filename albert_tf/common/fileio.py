@@ -6,7 +6,8 @@ reads or writes on a user's path goes through this module: `open_file`, `read_by
 `makedirs`, `copy`, `copytree`, `remove`, `replace`, `abspath`. Local paths use Python's own
 calls; any `scheme://` path (gs://, and ram:// which the tests use as a stand-in bucket) goes
 through tf.io.gfile, and TensorFlow is imported only then, so TensorFlow-free tools can use this
-module. `tests/test_fileio.py` greps albert_tf/ for local-only file calls outside this module.
+module. `tests/test_local_only_calls.py` scans albert_tf/ for local-only file calls outside this
+module (with a list of the places that must stay local, each with its reason).
 
 Every result file, cache, checkpoint side-file and export of albert_tf is written through
 `atomic_path` (write to a temporary name in the target directory, then rename over the final
@@ -26,6 +27,10 @@ Where TensorFlow's in-memory filesystem (ram://) differs from Cloud Storage:
   parents first (as on a local disk).
 * ram:// renames a directory's own entry but not the files below it; Cloud Storage renames
   each object. Neither is atomic, so nothing here renames a directory off the local disk.
+* ram:// lists, in a directory `d`, the rest of every sibling name that starts with `d`'s
+  name: `assets/` of a SavedModel lists `.extra` (from `assets.extra/`). `listdir` and `walk`
+  leave out such names that do not exist (on ram:// only), and `remove` deletes a ram://
+  tree itself (tf.io.gfile.rmtree trips over them).
 """
 
 import builtins
@@ -325,9 +330,23 @@ def remove(path):
     elif os.path.exists(path):
       os.remove(path)
   elif isdir(path):
-    _gfile().rmtree(path)
+    if path.startswith("ram://"):
+      _remove_ram_tree(path)
+    else:
+      _gfile().rmtree(path)
   elif isfile(path):
     _gfile().remove(path)
+
+
+def _remove_ram_tree(path):
+  """tf.io.gfile.rmtree for ram://, whose own stops at a listed name that is not there: every
+  file, then every directory entry (ram:// deletes a directory's entry as it deletes a file)."""
+  files, directories = [], []
+  for dirpath, _, filenames in walk(path):
+    directories.append(dirpath)
+    files.extend(f"{dirpath.rstrip('/')}/{name}" for name in filenames)
+  for name in files + sorted(directories, reverse=True):
+    _gfile().remove(name)
 
 
 def replace(source, target):

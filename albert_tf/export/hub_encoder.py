@@ -29,10 +29,10 @@ Dropout follows `training`; the same input checks run as for the signatures. Out
 """
 
 import os
-import shutil
 
 import tensorflow as tf
 
+from albert_tf.common import fileio
 from albert_tf.checkpoints import official_names
 from albert_tf.export import input_checks
 from albert_tf.export import serving
@@ -230,7 +230,7 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
     try:
       staged = serving.stage_assets(staging, [
           (SPM_ASSET_NAME, spm_model_file),
-          (VOCAB_ASSET_NAME, vocab if vocab and os.path.exists(vocab) else None),
+          (VOCAB_ASSET_NAME, vocab if vocab and fileio.exists(vocab) else None),
           (CONFIG_ASSET_NAME, pretrainer.config.to_json_string().encode("utf-8"))])
       assets = [tf.saved_model.Asset(p) for p in staged]
       spm_asset = next((a for a, p in zip(assets, staged)
@@ -245,5 +245,5 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
         signatures[MLM] = module.mlm_signature
       tf.saved_model.save(module, tmp_dir, signatures=signatures)
     finally:
-      shutil.rmtree(staging, ignore_errors=True)
+      fileio.remove(staging)
   return write_atomically(export_dir, identity, write)

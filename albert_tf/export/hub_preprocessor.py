@@ -28,10 +28,9 @@ Assets: the SentencePiece model (30k-clean.model). The tokenizer op itself holds
 bytes, so the export needs tensorflow-text's ops (`import tensorflow_text`) to load.
 """
 
-import shutil
-
 import tensorflow as tf
 
+from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
@@ -178,5 +177,5 @@ def export_preprocessor(export_dir, spm_model_file, do_lower_case=True,
       module = HubPreprocessorModule(tokenizer, seq_length, tf.saved_model.Asset(staged[0]))
       tf.saved_model.save(module, tmp_dir)
     finally:
-      shutil.rmtree(staging, ignore_errors=True)
+      fileio.remove(staging)
   return write_atomically(export_dir, identity, write)

@@ -16,7 +16,7 @@ Loading a SavedModel registers every function in it, so a process without tensor
 load the full export even to call `token_ids`. The export therefore also holds `core_ops/`: the
 same weights with only the token_ids and tf_example signatures, loadable by plain TensorFlow. Its
 variable files are hard links to the version's own (`share_variables`), so the weights are on
-disk once.
+disk once (on an object store, which has no links, core_ops/ keeps its own copy).
 
 Outputs (classification): probabilities float32 [batch, num_labels], predictions int32 [batch]
 (the official export's two outputs: the class index), label_id int32 [batch] (the same index),
@@ -30,7 +30,6 @@ also returns exit_layer int32 [batch] (1-based).
 """
 
 import os
-import shutil
 
 import tensorflow as tf
 
@@ -39,6 +38,7 @@ from albert_tf.networks import encoder as encoder_lib
 from albert_tf.networks.sharing import make_sharing_plan
 from albert_tf.export.saved_model_writer import write_new_version
 from albert_tf.common.export_format import CORE_OPS_SUBDIR
+from albert_tf.common import fileio
 from albert_tf.common.fileio import file_sha1
 from albert_tf.text import packing
 
@@ -312,13 +312,15 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
             staged)
       share_variables(tmp_dir, core_dir)
     finally:
-      shutil.rmtree(staging, ignore_errors=True)
+      fileio.remove(staging)
   return write_new_version(export_dir, identity, write, measured)
 
 
 def _checkpoint_keys(saved_model_dir):
   """{key: (shape, dtype)} of a SavedModel's variables, without the object-graph record."""
-  reader = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
+  # NewCheckpointReader, not tf.train.load_checkpoint: the latter fails on ram:// (fileio).
+  reader = tf.compat.v1.train.NewCheckpointReader(
+      os.path.join(saved_model_dir, "variables", "variables"))
   dtypes = reader.get_variable_to_dtype_map()
   return {key: (tuple(shape), dtypes[key])
           for key, shape in reader.get_variable_to_shape_map().items()
@@ -333,16 +335,19 @@ def share_variables(main_dir, core_dir):
   the main one only adds the tokenizer's objects. A SavedModel's restore matches the object
   graph by path from the root and ignores what it does not use, so core_ops/ restores from the
   main files as well as from its own. Linked only when every key of core_ops/ is in the main
-  checkpoint with the same shape and dtype; otherwise core_ops/ keeps its own copy.
+  checkpoint with the same shape and dtype; otherwise core_ops/ keeps its own copy. So it does
+  on an object store, which has no hard links (there a version stores its weights twice).
   """
+  if not fileio.is_local(main_dir):
+    return False
   core_keys, main_keys = _checkpoint_keys(core_dir), _checkpoint_keys(main_dir)
   if any(main_keys.get(key) != spec for key, spec in core_keys.items()):
     return False
   main_variables = os.path.join(main_dir, "variables")
   core_variables = os.path.join(core_dir, "variables")
-  for name in os.listdir(core_variables):
-    os.remove(os.path.join(core_variables, name))
-  for name in os.listdir(main_variables):
+  for name in fileio.listdir(core_variables):
+    fileio.remove(os.path.join(core_variables, name))
+  for name in fileio.listdir(main_variables):
     os.link(os.path.join(main_variables, name), os.path.join(core_variables, name))
   return True
 
@@ -361,17 +366,16 @@ def stage_assets(staging, assets):
   assets: (name, source) pairs; source is a file path to copy, or bytes to write (generated
   content such as albert_config.json). None sources are skipped.
   """
-  os.makedirs(staging, exist_ok=True)
+  fileio.makedirs(staging)
   staged = []
   for name, source in assets:
     if source is None:
       continue
     target = os.path.join(staging, name)
     if isinstance(source, bytes):
-      with open(target, "wb") as f:
-        f.write(source)
+      fileio.write_bytes(target, source)
     else:
-      shutil.copyfile(source, target)
+      fileio.copy(source, target)
     staged.append(target)
   return staged
 

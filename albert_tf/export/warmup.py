@@ -8,7 +8,8 @@ signature's name and its inputs as TensorProtos). The first call of a signature 
 built for the shapes seen), so without these records the first real request pays for it.
 
 `write_warmup_requests(export_dir, info)` runs where an export is finalised
-(`saved_model_writer`, before the rename that publishes it): it reads the signatures from each
+(`saved_model_writer`, before the rename that publishes it; on an object store, before the
+file-by-file publish): it reads the signatures from each
 `saved_model.pb` of the export (the version itself and `core_ops/`, which is served on its own),
 and writes, for every signature that takes inputs, one request per batch size of
 `WARMUP_BATCH_SIZES` with realistic inputs that pass the signature's checks
@@ -35,6 +36,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import prediction_log_pb2
 
+from albert_tf.common import fileio
 from albert_tf.common.export_format import WARMUP_REQUESTS
 
 # The allowed_batch_sizes of configs/serving/batching_parameters.txt: with TF Serving's batching
@@ -70,12 +72,12 @@ _OPTIONS = ("the budget", "the harbour", "a long dry summer", "water damage")
 
 def saved_model_dirs(export_dir):
   """The SavedModels of an export: `export_dir` and its sub-folders holding a saved_model.pb."""
-  if not os.path.isdir(export_dir):
+  if not fileio.isdir(export_dir):
     return []
-  found = [export_dir] if os.path.exists(os.path.join(export_dir, "saved_model.pb")) else []
-  for name in sorted(os.listdir(export_dir)):
+  found = [export_dir] if fileio.exists(os.path.join(export_dir, "saved_model.pb")) else []
+  for name in fileio.listdir(export_dir):
     path = os.path.join(export_dir, name)
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+    if fileio.isfile(os.path.join(path, "saved_model.pb")):
       found.append(path)
   return found
 
@@ -84,13 +86,12 @@ def read_signature_defs(saved_model_dir):
   """{name: SignatureDef} of the `serve` MetaGraph of a SavedModel, read from saved_model.pb."""
   saved_model = saved_model_pb2.SavedModel()
   path = os.path.join(saved_model_dir, "saved_model.pb")
-  with open(path, "rb") as f:
-    try:
-      saved_model.ParseFromString(f.read())
-    except message.DecodeError:
-      # Only the fake exports of the writer's own tests get here: they have no signatures.
-      logging.warning("%s is not a SavedModel proto: no warm-up requests for it", path)
-      return {}
+  try:
+    saved_model.ParseFromString(fileio.read_bytes(path))
+  except message.DecodeError:
+    # Only the fake exports of the writer's own tests get here: they have no signatures.
+    logging.warning("%s is not a SavedModel proto: no warm-up requests for it", path)
+    return {}
   for meta_graph in saved_model.meta_graphs:
     if "serve" in meta_graph.meta_info_def.tags:
       return dict(meta_graph.signature_def)
@@ -110,7 +111,9 @@ def write_warmup_requests(export_dir, info, batch_sizes=WARMUP_BATCH_SIZES):
     if not records:
       continue
     path = os.path.join(directory, WARMUP_REQUESTS)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fileio.makedirs(os.path.dirname(path))
+    # Into the export's temporary directory, not yet visible to TF Serving: no atomic write
+    # needed (tf.io.TFRecordWriter writes any tf.io.gfile path).
     with tf.io.TFRecordWriter(path) as writer:
       for record in records:
         writer.write(record.SerializeToString())

@@ -42,9 +42,9 @@ def _warn(message):
 def _set_aside(prefix, output_dir, folder=BROKEN_DIR):
   """Moves a checkpoint's files into <output_dir>/<folder>/ (kept, not deleted)."""
   target_dir = os.path.join(output_dir, folder)
-  tf.io.gfile.makedirs(target_dir)
+  fileio.makedirs(target_dir)
   for path in integrity.checkpoint_files(prefix):
-    tf.io.gfile.rename(path, os.path.join(target_dir, os.path.basename(path)), overwrite=True)
+    fileio.replace(path, os.path.join(target_dir, os.path.basename(path)))
   return target_dir
 
 
@@ -109,7 +109,7 @@ def checkpoints_to_evaluate(output_dir):
     else:
       found.append((step, prefix))
   best = os.path.join(output_dir, BEST_CHECKPOINT)
-  if not found and tf.io.gfile.exists(best + integrity.INDEX_SUFFIX):
+  if not found and fileio.exists(best + integrity.INDEX_SUFFIX):
     integrity.verify_checkpoint(best, BEST_CHECKPOINT)
     found = [(checkpoint_init.checkpoint_global_step(best) or 0, best)]
   if not found and broken:
@@ -136,7 +136,7 @@ def checkpoint_for_inference(output_dir, init_checkpoint=None, prefer_best=True)
   newest intact numbered checkpoint, else `init_checkpoint` (verified), else None.
   """
   best = os.path.join(output_dir, BEST_CHECKPOINT)
-  if prefer_best and tf.io.gfile.exists(best + integrity.INDEX_SUFFIX):
+  if prefer_best and fileio.exists(best + integrity.INDEX_SUFFIX):
     problem = integrity.checkpoint_problem(best)
     if problem:
       raise AlbertError(f"{best}: {problem}; rerun --do_eval to write it again, or delete "
@@ -318,7 +318,7 @@ class TrainingCheckpoints:
   def _restore_input(self, step):
     path = os.path.join(self.input_dir, f"ckpt-{step}")
     signature_path = os.path.join(self.input_dir, _INPUT_SIGNATURE_FILE)
-    saved = (fileio.read_json(signature_path) if tf.io.gfile.exists(signature_path) else None)
+    saved = (fileio.read_json(signature_path) if fileio.exists(signature_path) else None)
     if saved is not None and saved != self.input_signature:
       # A saved position of batches of another shape would fail in the first step: the
       # input restarts instead (every example is still seen; the model state is resumed).
@@ -327,7 +327,7 @@ class TrainingCheckpoints:
                 f"from the beginning")
       return False
     if integrity.checkpoint_problem(path):
-      if tf.io.gfile.exists(path + integrity.INDEX_SUFFIX):
+      if fileio.exists(path + integrity.INDEX_SUFFIX):
         _warn(f"{path}: {integrity.checkpoint_problem(path)}; the input restarts")
       return False
     try:
@@ -351,6 +351,10 @@ class TrainingCheckpoints:
     batches, start_step = self._position_at_start
     self._input_position.assign(batches + step - start_step)
     try:
+      # The commit checks first (e.g. a run whose lock on a bucket was taken over stops here),
+      # before the input position is written: a later write_json checks again, but too late
+      # for the input checkpoint beside it.
+      fileio.run_commit_checks()
       self._input_manager.save(checkpoint_number=step)
       fileio.write_json(os.path.join(self.input_dir, _INPUT_SIGNATURE_FILE),
                         self.input_signature, sort_keys=True)
@@ -385,7 +389,7 @@ class TrainingCheckpoints:
         continue
       for prefix in ours[:-self._keep]:
         for path in integrity.checkpoint_files(prefix):
-          tf.io.gfile.remove(path)
+          fileio.remove(path)
       _rewrite_state(directory, ours[-self._keep:])
 
   def diverged(self, bad_step):

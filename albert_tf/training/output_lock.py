@@ -45,6 +45,24 @@ What is guaranteed, by where output_dir is:
   there; otherwise it stops with the error naming the run whose record it read. Two runs can both
   win only if one of them wrote its record more than those 2 s after it saw no lock (or a stale
   one), i.e. a run stalled between the check and the write; that is the race window.
+* Object stores, while holding: the record's token is the run's marker, checked before every
+  save. Every atomic write of the process (`fileio.atomic_path`: result files, caches, export
+  versions, and at each checkpoint save the input signature written before the model's files;
+  `fileio.commit_check` is the hook) first reads the lock back, and a run whose token is no
+  longer there (another run
+  took the directory over: the race above, or a stale-looking holder that was only stalled)
+  stops with a one-line AlbertError instead of overwriting the winner's files:
+
+    error: gs://b/out: this run no longer holds its lock gs://b/out/albert_tf.lock (it is now
+    held by pid 77 on host h2 (...)); stopped before writing, so as not to overwrite that run's
+    files
+
+  What remains: the check and the commit are two steps, so a takeover landing between them (the
+  time of one object read plus the commit's copy) still lets that one write land; writes that
+  are not atomic writes (TensorFlow's own checkpoint shards, TensorBoard events) are covered
+  only through the atomic write that precedes them; and the loser notices at its next atomic
+  write, not at once. Local locks are not checked this way (O_EXCL already keeps one holder;
+  the heartbeat warns in the narrow takeover window above).
 
 A run whose lock turns out to be unreadable (not a record of ours) is stopped with an error
 asking the user to delete the file, never silently taken over.
@@ -112,6 +130,7 @@ class OutputLock:
     self._lost_warned = False
     self._stop = threading.Event()
     self._heartbeat = None
+    self._commit_checks = contextlib.ExitStack()  # the marker check while held on an object store
 
   # ---------------------------------------------------------------------- acquire / release
   def acquire(self):
@@ -126,12 +145,26 @@ class OutputLock:
       stale, reason = taken_over
       print(f"note: took over the lock of pid {stale['pid']} on {_one_line(stale['host'])}, "
             f"{reason}", flush=True)
+    if not fileio.is_local(self.path):
+      self._commit_checks.enter_context(fileio.commit_check(self.check_still_held))
     self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
                                        name=f"{LOCK_FILE} heartbeat")
     self._heartbeat.start()
 
+  def check_still_held(self):
+    """Raises AlbertError unless the lock file still carries this run's token: run before every
+    atomic write is committed while the lock is held on an object store (see the docstring)."""
+    current = self._read_holder()
+    if current is not None and current["token"] == self.record["token"]:
+      return
+    self._lost_warned = True  # the error says it: release adds no warning
+    who = f"it is now held by {_describe(current)}" if current else "its lock file is gone"
+    raise AlbertError(f"{self.output_dir}: this run no longer holds its lock {self.path} "
+                      f"({who}); stopped before writing, so as not to overwrite that run's files")
+
   def release(self):
     """Removes the lock if it is still ours; never raises (it runs while a run unwinds)."""
+    self._commit_checks.close()
     self._stop.set()
     if self._heartbeat is not None:
       self._heartbeat.join(timeout=HEARTBEAT_SECONDS)

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.common import fileio
 from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
@@ -581,7 +582,7 @@ class Trainer:
     task.initialize from its init checkpoint). Returns the step."""
     path = checkpoint_path
     is_hf = path is not None and formats.directory_format(path, hub_modules=False) == formats.HF
-    if path and tf.io.gfile.isdir(path) and not is_hf:
+    if path and fileio.isdir(path) and not is_hf:
       path = checkpointing.latest_checkpoint(path)
       if not path:
         raise AlbertError(f"{checkpoint_path}: no checkpoint in this directory")
@@ -594,7 +595,7 @@ class Trainer:
       self._restored_path = self.task.init_checkpoint
       self.task.initialize(self.model)
       return self.global_step
-    if not (tf.io.gfile.exists(path + ".index") or integrity.checkpoint_files(path)
+    if not (fileio.exists(path + ".index") or integrity.checkpoint_files(path)
             or formats.directory_format(path, hub_modules=False) == formats.HF):
       raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
     # Every weight must come from the checkpoint (ours, an official TF1 one or an HF

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -358,3 +359,62 @@ def test_object_store_race_lost_after_writing(monkeypatch):
       pytest.fail("both runs hold the lock")
   monkeypatch.undo()
   assert fileio.read_json(path) == rival
+
+
+def test_object_store_threads_racing_end_with_one_holder(monkeypatch):
+  """Two runs (threads here) taking the lock of one ram:// directory at the same moment: exactly
+  one holds it, the other stops with the error naming it."""
+  monkeypatch.setattr(output_lock, "OBJECT_STORE_SETTLE_SECONDS", 0.5)
+  out = f"ram://{uuid.uuid4().hex}/out"
+  start = threading.Barrier(2)
+  locks, errors = [], []
+
+  def take():
+    lock = output_lock.OutputLock(out)
+    start.wait()
+    try:
+      lock.acquire()
+      locks.append(lock)
+    except AlbertError as e:
+      errors.append(str(e))
+
+  threads = [threading.Thread(target=take) for _ in range(2)]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join()
+  try:
+    assert len(locks) == 1 and len(errors) == 1, (locks, errors)
+    assert re.match(_in_use_pattern(out, os.getpid(), HOST), errors[0]), errors[0]
+    assert fileio.read_json(_lock_file(out))["token"] == locks[0].record["token"]
+  finally:
+    for lock in locks:
+      lock.release()
+  assert not fileio.exists(_lock_file(out))
+
+
+def test_object_store_holder_whose_lock_was_taken_is_refused_at_its_next_write(monkeypatch,
+                                                                               capsys):
+  """The run-id marker checked before every save: once another run's record replaced this run's
+  lock on ram://, this run's next atomic write stops with one line and writes nothing."""
+  monkeypatch.setattr(output_lock, "OBJECT_STORE_SETTLE_SECONDS", 0.05)
+  out = f"ram://{uuid.uuid4().hex}/out"
+  path = _lock_file(out)
+  result = f"{out}/eval_results.txt"
+  with pytest.raises(AlbertError) as refused:
+    with output_lock.hold(out):
+      fileio.write_text(result, "ours")  # still ours: written
+      theirs = _write_lock(path, host="h2", boot_id="b2", pid=77)
+      fileio.write_text(result, "overwritten by the run that lost its lock")
+  message = str(refused.value)
+  assert "\n" not in message
+  assert re.match(rf"^{re.escape(out)}: this run no longer holds its lock {re.escape(path)} "
+                  rf"\(it is now held by pid 77 on host h2 \(started [^;]+; last heartbeat "
+                  rf"\d+ s ago\)\); stopped before writing, so as not to overwrite that run's "
+                  rf"files$", message), message
+  assert fileio.read_text(result) == "ours"
+  assert fileio.read_json(path) == theirs  # the winner's lock is left alone
+  assert [name for name in fileio.listdir(out) if "tmp" in name] == []
+  assert capsys.readouterr().err == ""  # the error says it all: no second warning
+  # Released: no check is left behind for this process's later writes.
+  fileio.write_text(result, "a later run")

@@ -25,7 +25,6 @@ from tests.helpers.paths import REPO
 from tests.helpers.tiny_config import write_tiny_config
 
 SEQ, PREDS = 32, 5
-SKIP_SPM = True  # TEMP until the readers branch lands
 
 
 def run_plan(tmp_path, name, inputs=(), runs=(), collect=(), listing=(), timeout=900,
@@ -158,12 +157,12 @@ def test_pretraining_pipeline_on_a_bucket(stand_ins, tmp_path):
       inputs=[(stand_ins["corpus"], f"{bucket}/corpus/docs.txt"),
               (spm, f"{bucket}/30k-clean.model"), (config, f"{bucket}/albert_config.json")],
       runs=runs, collect=[(bucket, mirror)])
-  for name in ("spm local", "data local", "data ram", "train local",
+  for name in ("spm local", "spm ram", "data local", "data ram", "train local",
                "train ram, resumed", "eval local", "eval ram"):
     ok(records[name])
   # The vocabulary trained from and into the bucket is the local one, byte for byte.
-  assert SKIP_SPM or (mirror / "vocab" / "spm.model").read_bytes() == (
-      local / "vocab" / "spm.model").read_bytes()
+  assert (mirror / "vocab" / "spm.vocab").read_bytes() == (
+      local / "vocab" / "spm.vocab").read_bytes()
   # The records, byte for byte.
   assert (mirror / "records" / "train.tfrecord").read_bytes() == (
       local / "records" / "train.tfrecord").read_bytes()
@@ -259,27 +258,33 @@ def test_finetuning_scripts_on_a_bucket(finetuning_inputs, tmp_path):
                "hub export", "clean checkpoint", "convert to hf"):
     ok(records[name])
   out, local_out = mirror / "out", local / "out"
-  # Training, evaluation and prediction on the bucket equal the local run's.
-  assert (out / "eval_results.txt").read_text() == (local_out / "eval_results.txt").read_text()
+  # Training, evaluation and prediction on the bucket equal the local run's (the results name
+  # their checkpoints by path).
+  assert (out / "eval_results.txt").read_text() == (local_out / "eval_results.txt").read_text(
+      ).replace(str(local_out), f"{bucket}/out")
   assert (out / "best_trial.txt").read_text() == (local_out / "best_trial.txt").read_text()
   assert (out / "test_results.tsv").read_text() == (local_out / "test_results.tsv").read_text()
   assert_same_checkpoint(out / "model.ckpt-best", local_out / "model.ckpt-best")
-  assert any(name.startswith("train") for name in os.listdir(mirror / "cache"))
+  assert {"mrpc_train.tf_record", "mrpc_eval.tf_record", "mrpc_predict.tf_record"} <= set(
+      os.listdir(mirror / "cache"))
   # The export on the bucket: version 1 from the full run, version 2 from --export_dir alone,
   # both whole (saved_model.pb, variables, assets) and answering as the local export.
-  versions = sorted(os.listdir(mirror / "export"))
-  assert versions == ["1", "2"], versions
+  versions = sorted((v for v in os.listdir(mirror / "export") if v.isdigit()), key=int)
+  assert len(versions) == 2, versions
   for version in versions:
     assert {"saved_model.pb", "variables", "assets"} <= set(os.listdir(mirror / "export" /
                                                                        version))
   texts_a, texts_b = ["the first sentence", "another one"], ["the second sentence", "and more"]
-  np.testing.assert_allclose(_serve(mirror / "export" / "2", texts_a, texts_b),
-                             _serve(local / "export" / "1", texts_a, texts_b), atol=1e-6)
-  assert "probabilities" in records["query"]["stdout"] + records["query"]["stderr"]
+  local_version = local / "export" / [v for v in os.listdir(local / "export") if v.isdigit()][0]
+  np.testing.assert_allclose(_serve(mirror / "export" / versions[-1], texts_a, texts_b),
+                             _serve(local_version, texts_a, texts_b), atol=1e-6)
+  assert "A: the first sentence\nB: the second sentence\n-> label " in records["query"]["stdout"]
   # The tools wrote whole outputs on the bucket.
   assert (mirror / "hub" / "saved_model.pb").exists()
-  assert_same_checkpoint(mirror / "clean" / "model.ckpt", out / "model.ckpt-best", atol=0) \
-      if False else checkpoint_values(mirror / "clean" / "model.ckpt")
+  clean, best = checkpoint_values(mirror / "clean" / "model.ckpt"), checkpoint_values(
+      out / "model.ckpt-best")
+  for name, value in clean.items():  # the model's variables, unchanged
+    np.testing.assert_array_equal(value, best[name], err_msg=name)
   assert {"config.json", "model.safetensors"} <= set(os.listdir(mirror / "hf"))
   # Wrong inputs on the bucket: one line naming them.
   assert "nowhere/30k-clean.model" in one_line_error(records["missing vocabulary"])

@@ -217,10 +217,10 @@ ACCURACY_FILE = os.path.join(common.REPO, "bench", "experiments", "results",
 
 def goal(rows, batch, accuracy, within_points=0.5):
   """The issue's goal at `batch`, read through the accuracy sweep (`accuracy`: the dict of
-  bench/experiments/results/early_exit_accuracy_order.json): its patience with the fewest layers within
-  `within_points` of the full model; that patience's mean exit layer rounded up to the next
-  timed "exit at layer k" row; that row's speed against our full depth and the faster ORT fp32
-  row. None without a sweep, a timed exit row deep enough, or ORT."""
+  ACCURACY_FILE): its patience with the fewest layers within `within_points` of the full model;
+  that patience's mean exit layer rounded up to the next timed "exit at layer k" row; that row's
+  speed against our full depth and the faster ORT fp32 row. None without a sweep, a timed exit
+  row deep enough, or ORT."""
   close = [r for r in (accuracy or {}).get("rows", []) if isinstance(r["patience"], int)
            and r["points_vs_full"] >= -within_points]
   ort, _ = break_even(rows, batch)
@@ -291,7 +291,8 @@ def markdown(result):
         f"from the full model at mean exit layer {g['mean_exit_layer']:.2f}; \"{g['row']}\" "
         f"runs {g['speed_vs_full_depth']:.2f}x our full depth and {g['speed_vs_ort']:.2f}x "
         f"{g['ort']} (the sweep's model is the pretrained 12-layer H=128 one of "
-        "bench/experiments/results/early_exit_accuracy_order.json: its exit layers stand in for a base model's).")
+        "bench/experiments/results/early_exit_accuracy_order.json: its exit layers stand in for "
+        "a base model's).")
   lines += [
       f"- Patience {result['layers'] - 1} (no example can leave) answers the full-depth "
       f"export's probabilities bit for bit: {result['no_exit_bit_exact']}.",
@@ -299,7 +300,8 @@ def markdown(result):
       + ("; ".join(f"batch {b}: " + ", ".join(f"{n} {d:.1e}" for n, d in diffs.items())
                    for b, diffs in result["ort_max_prob_diff"].items()) or "n/a") + ".",
       "- The patience rows' exit layers are those of random internal classifiers; a fine-tuned "
-      "model's are in bench/experiments/results/early_exit_accuracy_order.json (docs/early_exit.md).",
+      "model's are in bench/experiments/results/early_exit_accuracy_order.json "
+      "(docs/early_exit.md).",
       "- The model garden row is its encoder + pooler with its own random weights (no head).",
   ]
   if result["isa"]["cap"]:

@@ -4,7 +4,8 @@ under ONEDNN_VERBOSE=1: its oneDNN primitives' time summed by kind (matmul, eltw
 layer norm, reorder, ...) against the wall time; the rest runs outside oneDNN (TensorFlow's own
 kernels: the optimizer update, gathers, casts; and the executor).
 
-  .venv/bin/python -m bench.peers.onednn_profile [--export_dir=<a classifier export>] [--precision=fp32]
+  .venv/bin/python -m bench.peers.onednn_profile [--export_dir=<a classifier export>]
+      [--precision=fp32]
   .venv/bin/python -m bench.peers.onednn_profile --what=train [--precision=bf16] [--size=large]
 """
 

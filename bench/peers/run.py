@@ -2,7 +2,7 @@
 transformers (PyTorch) for CPU serving, HF PyTorch for the pretraining step, and the model
 garden for both. ALBERT-base shape, seq 128, two intra-op threads each, calls interleaved.
 
-  make bench-peers                         # its own venv: requirements.txt + bench/peers/requirements.txt
+  make bench-peers              # its own venv: requirements.txt + bench/peers/requirements.txt
   .venv-bench/bin/python -m bench.peers.run [--quick]
 
 Serving (batch 1 and 32, 128 real tokens, random weights; every model the same weights: ours is
@@ -83,7 +83,8 @@ flags.DEFINE_integer("early_exit_rounds", 30, "With --early_exit: timed rounds a
 flags.DEFINE_list("early_exit_batches", ["1", "32"], "With --early_exit: batch sizes.")
 flags.DEFINE_list("early_exit_refresh_goals", [], "Result stems (e.g. early_exit,early_exit_avx2)"
                   " whose goal lines are read again through the current accuracy sweep "
-                  "(bench/experiments/results/early_exit_accuracy_order.json), without timing anything.")
+                  "(bench/experiments/results/early_exit_accuracy_order.json), without timing "
+                  "anything.")
 flags.DEFINE_list("patiences", [], "With --early_exit: patience rows (default 1..6; tiny 1,2).")
 flags.DEFINE_list("exit_layers", [], "With --early_exit: forced exit layers (default "
                   "2,4,..,12; tiny 2,4).")

@@ -23,11 +23,12 @@ process per device count: 1 device (the default strategy) and 8 logical CPU devi
 MirroredStrategy (a v3-8's core count). Writes bench/speed/results/input_pipeline.json with the CPU,
 the date and the load before and after.
 
-Run: .venv/bin/python -m bench.speed.input_pipeline [--rounds 6 --steps_per_round 150 --per_replica_parsing
-       --plain_iterator]
-     .venv/bin/python -m bench.speed.input_pipeline --model_step --global_batch=64 --steps_per_round=15 \
-       --warmup_steps=3 --rounds=5   (replicas run a small model's forward+backward: the input's
-       cost inside a training step; bench/speed/results/input_pipeline_model_step.json)
+Run: .venv/bin/python -m bench.speed.input_pipeline [--rounds 6 --steps_per_round 150
+       --per_replica_parsing --plain_iterator]
+     .venv/bin/python -m bench.speed.input_pipeline --model_step --global_batch=64 \
+       --steps_per_round=15 --warmup_steps=3 --rounds=5
+       (replicas run a small model's forward+backward: the input's cost inside a training step;
+       bench/speed/results/input_pipeline_model_step.json)
 """
 
 import datetime
@@ -59,8 +60,9 @@ flags.DEFINE_bool("model_step", False,
                   "shape: H 128, 2 layers) on their batch instead of summing it: what the input's "
                   "cost is in a training step. Results go to input_pipeline_model_step.json.")
 flags.DEFINE_list("devices", ["1", "8"], "Logical CPU device counts, one process each.")
-flags.DEFINE_string("output", None, "Results file (default: bench/speed/results/input_pipeline.json, "
-                    "or input_pipeline_model_step.json with --model_step).")
+flags.DEFINE_string("output", None, "Results file (default: "
+                    "bench/speed/results/input_pipeline.json, or input_pipeline_model_step.json "
+                    "with --model_step).")
 # Internal: one device count's measurement, in a child process (devices are fixed at start-up).
 flags.DEFINE_integer("child_devices", 0, "Internal.")
 flags.DEFINE_string("child_files", None, "Internal.")

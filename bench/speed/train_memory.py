@@ -133,7 +133,8 @@ def launch(shape, batch, mode):
                                   f"{os.getpid()}.log")
   start = time.time()
   with open(log_path, "w") as log:
-    child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=common.REPO)  # pylint: disable=consider-using-with
+    child = subprocess.Popen(  # pylint: disable=consider-using-with
+        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=common.REPO)
     proc = psutil.Process(child.pid)
     max_rss, killed = 0, None
     while child.poll() is None:

@@ -2,14 +2,14 @@
 initialisation on low-data SST-2 (issue 53; docs/pretraining.md, "Pretrain on your domain, then
 fine-tune", "Why, measured").
 
-  .venv/bin/python -m bench.experiments.domain_pretraining.diagnostics <study work dir> <work dir> \\
-      [--checkpoint=CKPT] [--probe_checkpoints=CKPT,...]
+  .venv/bin/python -m bench.experiments.domain_pretraining.diagnostics \\
+      <study work dir> <work dir> [--checkpoint=CKPT] [--probe_checkpoints=CKPT,...]
 
-<study work dir> is a finished bench/experiments/domain_pretraining/run.py work dir: its albert_config.json,
-vocabulary (spm/imdb/30k-clean.model) and low-data SST-2 set (tasks/sst2_low) are used as they
-are. --checkpoint is the pretrained checkpoint the fine-tuning rows start from (default: the
-study's pretrain/imdb, its last checkpoint); --probe_checkpoints adds checkpoints to the linear
-probe (e.g. an earlier one of a longer pretraining).
+<study work dir> is a finished run.py work dir: its albert_config.json, vocabulary
+(spm/imdb/30k-clean.model) and low-data SST-2 set (tasks/sst2_low) are used as they are.
+--checkpoint is the pretrained checkpoint the fine-tuning rows start from (default: the study's
+pretrain/imdb, its last checkpoint); --probe_checkpoints adds checkpoints to the linear probe
+(e.g. an earlier one of a longer pretraining).
 
 The diagnostics, all on the low-data SST-2 set (2,000 sentences, dev 872), each beside its
 baseline:
@@ -26,15 +26,15 @@ baseline:
   (e) that the checkpoint was carried over: the correlation of each encoder variable after
       fine-tuning (the tokenised runs) with the checkpoint's, runs from random init beside.
 
-Fine-tuning is bench/experiments/domain_pretraining/run.py's `finetune` (run_classifier.py, the study's recipe:
-seq 64, batch 32, 300 steps, 10% warmup); a run whose output dir (<work dir>/finetune/<name>)
-holds eval_results.txt is skipped, so finished runs (the study's own tokenised runs, say) can be
-linked in instead of run again: the result file's note says which were. The probe and the
-neighbours (and (e)) are saved to <work dir>/probe.json, neighbours.json (carried_over.json)
-with their inputs and not computed again for the same inputs.
-Results: bench/experiments/results/domain_pretraining_diagnostics.{json,md} (DG_RESULTS to change), with the
-machine, date, load and every command. About a minute of CPU without fine-tuning; each
-fine-tuning run about a minute on 2 cores.
+Fine-tuning is run.py's `finetune` (run_classifier.py, the study's recipe: seq 64, batch 32, 300
+steps, 10% warmup); a run whose output dir (<work dir>/finetune/<name>) holds eval_results.txt is
+skipped, so finished runs (the study's own tokenised runs, say) can be linked in instead of run
+again: the result file's note says which were. The probe and the neighbours (and (e)) are saved to
+<work dir>/probe.json, neighbours.json (carried_over.json) with their inputs and not computed again
+for the same inputs.
+Results: bench/experiments/results/domain_pretraining_diagnostics.{json,md} (DG_RESULTS to
+change), with the machine, date, load and every command. About a minute of CPU without
+fine-tuning; each fine-tuning run about a minute on 2 cores.
 """
 
 import argparse
@@ -47,6 +47,8 @@ import sys
 import time
 
 from bench.experiments.domain_pretraining import run as dp
+
+SCRIPT = "bench/experiments/domain_pretraining/diagnostics.py"  # as the result file names it
 
 # (learning rate, {init: seeds}): 3e-4 with the ablation's two random-init seeds (its
 # random-imdbvocab rows are these runs); 1e-3 collapses both arms to the majority class, which
@@ -326,7 +328,7 @@ def _cached(path, inputs, make):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("study_dir", help="a finished bench/experiments/domain_pretraining/run.py work dir")
+  parser.add_argument("study_dir", help="a finished run.py work dir")
   parser.add_argument("work_dir")
   parser.add_argument("--checkpoint", help="the pretrained checkpoint (default: "
                       "<study_dir>/pretrain/imdb, its last checkpoint)")
@@ -352,7 +354,8 @@ def main(argv=None):
                    os.environ.get("PYTHON", os.path.join(dp.REPO, ".venv/bin/python")))
   os.makedirs(study.path("logs"), exist_ok=True)
   results_path = os.environ.get(
-      "DG_RESULTS", os.path.join(dp.REPO, "bench/experiments/results/domain_pretraining_diagnostics.json"))
+      "DG_RESULTS", os.path.join(dp.REPO, "bench", "experiments", "results",
+                                 "domain_pretraining_diagnostics.json"))
   started = time.time()
   result = dict(
       what="issue 53: why the IMDB-pretrained checkpoint is behind random initialisation on "
@@ -379,7 +382,7 @@ def main(argv=None):
   both = {"pretrained": s["seeds"], "random": s["seeds"]}
   arm("tokenised", "SST-2 as published (PTB-tokenised)", task, s["lr"], both, "sst2_low")
   detok = detokenized_task(task, study.path("tasks", "sst2_low_detok"))
-  study.commands.append(f"detokenised copy: bench/experiments/domain_pretraining/diagnostics.py "
+  study.commands.append(f"detokenised copy: {SCRIPT} "
                         f"detokenize_ptb {task} -> {detok}")
   arm("detokenised", "SST-2 detokenised (detokenize_ptb)", detok, s["lr"], both,
       "sst2_low_detok")
@@ -387,16 +390,16 @@ def main(argv=None):
     arm(f"LR {lr:g}", "SST-2 as published (PTB-tokenised)", task, lr, seeds, f"sst2_low_lr{lr:g}")
 
   study.say("linear probe")
-  study.commands.append("linear probe: bench/experiments/domain_pretraining/diagnostics.py linear_probe "
+  study.commands.append(f"linear probe: {SCRIPT} linear_probe "
                         f"{task} (random init, {', '.join(probe_ckpts)})")
   result["probe"] = _cached(study.path("probe.json"), [task] + probe_ckpts, lambda: linear_probe(
       config, spm + ".model", task, probe_ckpts, s["seq"]["sst2"]))
   study.say("word embeddings")
-  study.commands.append(f"word embeddings: bench/experiments/domain_pretraining/diagnostics.py neighbours "
+  study.commands.append(f"word embeddings: {SCRIPT} neighbours "
                         f"{checkpoint}")
   result["embeddings"] = _cached(study.path("neighbours.json"), checkpoint, lambda: neighbours(
       config, spm + ".model", checkpoint))
-  study.commands.append(f"carried over: bench/experiments/domain_pretraining/diagnostics.py carried_over "
+  study.commands.append(f"carried over: {SCRIPT} carried_over "
                         f"{checkpoint}")
   runs = {f"sst2_low_{init}_s{seed}": study.path("finetune", f"sst2_low_{init}_s{seed}")
           for init in ("pretrained", "random") for seed in s["seeds"]}

@@ -1,7 +1,8 @@
 """Pretrain on your domain, then fine-tune: does pretraining on real unlabelled text make real
 benchmarks better? (issue 53; docs/pretraining.md, "Pretrain on your domain, then fine-tune").
 
-  .venv/bin/python -m bench.experiments.domain_pretraining.run <aclImdb dir> <SST-2 dir> <work dir> [--part=...]
+  .venv/bin/python -m bench.experiments.domain_pretraining.run <aclImdb dir> <SST-2 dir> \\
+      <work dir> [--part=...]
 
 The steps, each the project's real top-level command with real flags (every command is recorded
 in the result file):
@@ -456,7 +457,8 @@ def main(argv=None):
                 os.environ.get("PYTHON", os.path.join(REPO, ".venv/bin/python")))
   os.makedirs(study.path("logs"), exist_ok=True)
   results_path = os.environ.get("DP_RESULTS",
-                                os.path.join(REPO, "bench/experiments/results/domain_pretraining.json"))
+                                os.path.join(REPO, "bench", "experiments", "results",
+                                             "domain_pretraining.json"))
   started = time.time()
   date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
   load_start = load()
@@ -465,7 +467,8 @@ def main(argv=None):
   if not os.path.exists(corpus):
     study.say("corpus: train/unsup + train/pos + train/neg reviews")
     build_imdb_corpus(args.imdb_dir, corpus, s["max_docs"])
-  study.commands.append(f"corpus: bench/experiments/domain_pretraining/run.py build_imdb_corpus -> {corpus}")
+  study.commands.append(
+      f"corpus: bench/experiments/domain_pretraining/run.py build_imdb_corpus -> {corpus}")
   spm = train_vocab(study, s, corpus, "imdb")
   config = write_config(study, s, s["vocab"])
   records = pretraining_records(study, s, corpus, spm, "imdb")

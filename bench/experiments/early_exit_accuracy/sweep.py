@@ -14,7 +14,12 @@ import os
 
 from absl import app
 from absl import flags
+import numpy as np
 
+from albert_tf import AlbertConfig
+from albert_tf.checkpoints.init import restore_model_weights
+from albert_tf.heads.early_exit import patience_exit_reference
+from albert_tf.tasks.glue import ClassificationTask, GlueConfig
 from bench import common
 
 FLAGS = flags.FLAGS
@@ -33,11 +38,8 @@ RESULTS_DIR = os.path.join(common.REPO, "bench", "experiments", "results")
 
 
 def _accuracy():
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from albert_tf.heads.early_exit import patience_exit_reference  # pylint: disable=g-import-not-at-top
-  from albert_tf.tasks.glue import ClassificationTask, GlueConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints.init import restore_model_weights  # pylint: disable=g-import-not-at-top
-  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  """The sweep on FLAGS.run_dir: a row per patience (accuracy, mean exit layer, points against
+  full depth), every layer's own accuracy, the majority class and the run's own evaluation."""
   run_dir = FLAGS.run_dir
   config = AlbertConfig.from_json_file(os.path.join(run_dir, "albert_config.json"))
   task = ClassificationTask(GlueConfig(

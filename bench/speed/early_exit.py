@@ -16,7 +16,7 @@ signature, interleaved round by round (bench/common.py):
                     (B); heads made so that at patience 1 A leaves at layer 2 and B runs all 12
                     layers (per-example exit: B's rows run on without A's)
 The answers of `patience 11` (no example can leave early) are checked bit for bit against
-the full-depth export's. `bench/peers/run.py --early_exit` times the same rows (built by
+the full-depth export's. `python -m bench.peers.run --early_exit` times the same rows (built by
 build_signatures below) beside ONNX Runtime and the model garden. The accuracy of a patience
 sweep is an experiment of its own: bench/experiments/early_exit_accuracy/.
 """

@@ -1,6 +1,7 @@
-"""bench/peers/run.py --early_exit (issue 50: early exit beside ORT fp32 and the model garden):
-one tiny smoke run of the script checked many ways (the suite's venv has no torch/onnxruntime, so
-its ORT rows must say "not run"), and the table/ratio code on synthetic rows with ORT rows."""
+"""python -m bench.peers.run --early_exit (issue 50: early exit beside ORT fp32 and the model
+garden): one tiny smoke run of the script checked many ways (the suite's venv has no
+torch/onnxruntime, so its ORT rows must say "not run"), and the table/ratio code on synthetic rows
+with ORT rows."""
 
 import json
 import os

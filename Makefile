@@ -33,14 +33,20 @@ test: setup
 quickstart: setup
 	PYTHON=$(PY) bash scripts/quickstart.sh
 
+# One speed or memory benchmark of bench/speed/ in the main venv, as a module:
+#   make bench BENCH=speed.pretrain_step ARGS="--rounds 4"   (python -m bench.speed.pretrain_step)
+bench: setup
+	@test -n "$(BENCH)" || { echo "error: BENCH is not set: make bench BENCH=speed.<name> (a module of bench/speed/)" >&2; exit 2; }
+	$(PY) -m bench.$(BENCH) $(ARGS)
+
 # Ours vs ONNX Runtime, HF transformers (PyTorch) and the model garden, one run (bench/peers/run.py).
-# Its own venv: torch, transformers and onnxruntime are bench-only (bench/requirements.txt).
+# Its own venv: torch, transformers and onnxruntime are bench-only (bench/peers/requirements.txt).
 BENCH_VENV ?= .venv-bench
 
-$(BENCH_VENV)/.installed: requirements.txt bench/requirements.txt
+$(BENCH_VENV)/.installed: requirements.txt bench/peers/requirements.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements.txt -r bench/peers/requirements.txt
 	touch $@
 
 # The size axis of issue 41 (bench/peers/sizes.py: base/large/xxlarge x seq 128/512 x batch 1/32,
@@ -50,4 +56,4 @@ $(BENCH_VENV)/.installed: requirements.txt bench/requirements.txt
 PEERS_ARGS ?= --sizes=base,large,xxlarge --seq_lens=128,512 --batches=1,32
 
 bench-peers: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python bench/peers/run.py $(PEERS_ARGS) $(ARGS)
+	$(BENCH_VENV)/bin/python -m bench.peers.run $(PEERS_ARGS) $(ARGS)

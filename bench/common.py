@@ -1,15 +1,22 @@
 """Pieces shared by the benchmarks: the ALBERT-base shape, synthetic pretraining batches, our
 and the model garden's pretraining step, interleaved timing and its summary, the machine load.
 
-The benches import it as `bench.common` after putting the repo root on sys.path; TensorFlow and
-albert_tf are imported inside the functions, so that a parent process (bench/train_memory.py)
-stays small and its children import them only once they run.
+The benches run as modules from the repository's root (`python -m bench.speed.precision`) and
+import it as `bench.common`; TensorFlow and albert_tf are imported inside the functions, so that a
+parent process (bench/speed/train_memory.py) stays small and its children import them only once
+they run.
 """
 
+import datetime
+import json
 import os
 import statistics
 import subprocess
+import sys
 import time
+
+# The repository's root: the top-level scripts, configs/ and the `bench` package live here.
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ALBERT-base (V 30000, E 128, H 768, L 12, 12 heads, I 3072) without dropout: the shape the
 # step and latency benches compare with the model garden.
@@ -18,6 +25,20 @@ ALBERT_BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hi
                    inner_group_num=1, hidden_act="gelu", hidden_dropout_prob=0.0,
                    attention_probs_dropout_prob=0.0, max_position_embeddings=512,
                    type_vocab_size=2, initializer_range=0.02)
+
+
+# --------------------------------------------------------------------------- child processes
+def module_command(module, *args):
+  """The command that runs bench module `module` (e.g. "bench.speed.precision", a bench's own
+  `__spec__.name` when it starts itself again) in a fresh interpreter, with `args`."""
+  return [sys.executable, "-m", module, *args]
+
+
+def child_env(**extra):
+  """This process's environment with the repository's root first on PYTHONPATH (so a child
+  imports `bench` and this checkout's albert_tf whatever its cwd), plus `extra`."""
+  path = os.pathsep.join(filter(None, (REPO, os.environ.get("PYTHONPATH"))))
+  return dict(os.environ, PYTHONPATH=path, **extra)
 
 
 # --------------------------------------------------------------------------- pretraining step
@@ -230,6 +251,22 @@ def summarize(ms):
 def paired_ratio(times, reference):
   """Median over rounds of the per-round ratio: robust to drifts that hit a whole round."""
   return statistics.median(t / r for t, r in zip(times, reference))
+
+
+def machine():
+  """The machine a result was measured on: CPU model and flags, core count, date, load."""
+  from albert_tf.export.precision import machine_summary  # lazy: a parent process stays small
+  return {"cpu": cpu_model(), "machine": machine_summary(), "cpus": os.cpu_count(),
+          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+          "uptime_before": uptime()}
+
+
+def write_results(path, results):
+  """Writes `results` as indented JSON to `path` (its folder made first) and says where."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(results, f, indent=2)
+  print(f"wrote {path}")
 
 
 def uptime():

@@ -1,21 +1,19 @@
 """One value per figure: the measured figures of README.md and docs/ are their results files'.
 
 The tables of docs/benchmarks.md are written from bench/peers/results/*.json
-(bench/peers/docs_tables.py), and a figure quoted in the text links its results file with the
+(scripts/docs_tables.py), and a figure quoted in the text links its results file with the
 place in it (the module's docstring): both are read back here, so a new run that changes a file
-fails this test until the pages say the same (`python -m bench.peers.docs_tables` rewrites the
+fails this test until the pages say the same (`python -m scripts.docs_tables` rewrites the
 tables; quoted figures are edited by hand).
 """
 
 import os
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from scripts import docs_tables
 
-from bench.peers import docs_tables  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PAGES = ["README.md"] + sorted(
     os.path.join("docs", name) for name in os.listdir(os.path.join(REPO, "docs"))
@@ -30,7 +28,7 @@ def test_generated_tables_equal_their_files():
     names += [m.group("name") for m in docs_tables.BLOCK.finditer(text)]
     assert docs_tables.render(text) == text, (
         f"{os.path.relpath(page, REPO)}: its generated tables differ from bench/peers/results: "
-        f"run `python -m bench.peers.docs_tables`")
+        f"run `python -m scripts.docs_tables`")
   assert sorted(names) == sorted(docs_tables.TABLES), "a generated table is missing or repeated"
 
 

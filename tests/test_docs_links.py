@@ -1,5 +1,6 @@
-"""Every relative link of README.md and docs/*.md leads somewhere: the file (or folder) exists,
-and an anchor names a heading of the page it points to, as GitHub spells heading anchors.
+"""Every relative link of README.md, docs/*.md and bench/**/README.md leads somewhere: the file
+(or folder) exists, and an anchor names a heading of the page it points to, as GitHub spells
+heading anchors.
 
 Links outside code (fenced blocks and `inline code` are not read) of the form [text](target) or
 [text](target "title"); http(s) and mailto links are not followed (no network in the tests).
@@ -13,7 +14,9 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ["README.md"] + sorted(
     os.path.join("docs", name) for name in os.listdir(os.path.join(REPO, "docs"))
-    if name.endswith(".md"))
+    if name.endswith(".md")) + sorted(  # and each bench experiment's README
+        os.path.relpath(os.path.join(folder, "README.md"), REPO)
+        for folder, _, names in os.walk(os.path.join(REPO, "bench")) if "README.md" in names)
 LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 

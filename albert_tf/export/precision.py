@@ -10,7 +10,7 @@ dtype, so a request casts no weights:
   bf16  bfloat16 weights and matmuls; LayerNorm keeps float32 scale/offset and statistics and the
         heads return float32 logits and probabilities. Probabilities move by 1e-3 to 1e-2; see
         the README's serving section. Whether it is faster depends on the CPU and on TensorFlow's
-        oneDNN ops (bench/precision.py measures it): the bfloat16 matmuls are only fast where
+        oneDNN ops (bench/speed/precision.py measures it): the bfloat16 matmuls are only fast where
         oneDNN runs them with native bfloat16 instructions (AVX512-BF16 `vdpbf16ps`, AMX). With
         the oneDNN ops off (TF_ENABLE_ONEDNN_OPTS=0) Eigen converts them to float32 sgemm, and
         without those instructions oneDNN emulates them: 1.1-2.5x slower than fp32 (README,

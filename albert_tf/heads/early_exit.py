@@ -82,7 +82,7 @@ def patience_exit_reference(layer_logits, patience, is_regression=False,
   An example exits at the first layer l whose prediction has been unchanged for `patience`
   layers (classification: the same argmax as layers l - patience .. l - 1; regression: each
   step's change below `regression_threshold`), else at the last layer. Used to sweep patience
-  from one full-depth pass (bench/early_exit.py) and to check the loop.
+  from one full-depth pass (bench/speed/early_exit.py) and to check the loop.
 
   Args:
     layer_logits: [batch, num_layers, num_classes].

@@ -1,13 +1,13 @@
 """Early exit (docs/early_exit.md) beside ONNX Runtime and the model garden, in one run (issue 50):
 
-  .venv-bench/bin/python bench/peers/run.py --early_exit [--isa=AVX2] [--early_exit_rounds=30]
+  .venv-bench/bin/python -m bench.peers.run --early_exit [--isa=AVX2] [--early_exit_rounds=30]
   make bench-peers PEERS_ARGS=--early_exit [ARGS=--isa=AVX2]
 
 ALBERT-base shape (V 30000, E 128, H 768, L 12, one shared group), sequence 128 (every position
 real), random weights, batch 1 and 32, all in this process, called round by round in a rotated
 order (bench/common.py time_interleaved) after warm-up:
   ours: full depth, patience p, exit at layer k, mixed batch, patience L-1
-                      the rows of bench/early_exit.py --part=latency, built by its functions
+                      the rows of bench/speed/early_exit.py, built by its functions
                       (our exports loaded back, `token_ids` signature)
   ORT fp32 / ORT fp32 fused
                       our full-depth classifier's weights written as an HF directory (our
@@ -39,16 +39,10 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO, HERE):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
-
-from bench import common  # pylint: disable=g-import-not-at-top,wrong-import-position
-from bench import early_exit  # pylint: disable=g-import-not-at-top,wrong-import-position
-import sizes  # pylint: disable=g-import-not-at-top,wrong-import-position
-import torch_peers  # pylint: disable=g-import-not-at-top,wrong-import-position
+from bench import common
+from bench.peers import sizes
+from bench.peers import torch_peers
+from bench.speed import early_exit
 
 SEQ = 128
 # The shapes: base is the issue's; tiny (L 4, so that patience can stop early) is the smoke run.
@@ -217,15 +211,16 @@ def break_even(rows, batch):
 
 
 REFERENCES_BY_ROW = {row: key for key, row in REFERENCES.items()}
-ACCURACY_FILE = os.path.join(REPO, "bench", "results", "early_exit_accuracy_order.json")
+ACCURACY_FILE = os.path.join(common.REPO, "bench", "experiments", "results",
+                             "early_exit_accuracy_order.json")
 
 
 def goal(rows, batch, accuracy, within_points=0.5):
   """The issue's goal at `batch`, read through the accuracy sweep (`accuracy`: the dict of
-  bench/results/early_exit_accuracy_order.json): its patience with the fewest layers within
-  `within_points` of the full model; that patience's mean exit layer rounded up to the next
-  timed "exit at layer k" row; that row's speed against our full depth and the faster ORT fp32
-  row. None without a sweep, a timed exit row deep enough, or ORT."""
+  ACCURACY_FILE): its patience with the fewest layers within `within_points` of the full model;
+  that patience's mean exit layer rounded up to the next timed "exit at layer k" row; that row's
+  speed against our full depth and the faster ORT fp32 row. None without a sweep, a timed exit
+  row deep enough, or ORT."""
   close = [r for r in (accuracy or {}).get("rows", []) if isinstance(r["patience"], int)
            and r["points_vs_full"] >= -within_points]
   ort, _ = break_even(rows, batch)
@@ -296,7 +291,8 @@ def markdown(result):
         f"from the full model at mean exit layer {g['mean_exit_layer']:.2f}; \"{g['row']}\" "
         f"runs {g['speed_vs_full_depth']:.2f}x our full depth and {g['speed_vs_ort']:.2f}x "
         f"{g['ort']} (the sweep's model is the pretrained 12-layer H=128 one of "
-        "bench/results/early_exit_accuracy_order.json: its exit layers stand in for a base model's).")
+        "bench/experiments/results/early_exit_accuracy_order.json: its exit layers stand in for "
+        "a base model's).")
   lines += [
       f"- Patience {result['layers'] - 1} (no example can leave) answers the full-depth "
       f"export's probabilities bit for bit: {result['no_exit_bit_exact']}.",
@@ -304,7 +300,8 @@ def markdown(result):
       + ("; ".join(f"batch {b}: " + ", ".join(f"{n} {d:.1e}" for n, d in diffs.items())
                    for b, diffs in result["ort_max_prob_diff"].items()) or "n/a") + ".",
       "- The patience rows' exit layers are those of random internal classifiers; a fine-tuned "
-      "model's are in bench/results/early_exit_accuracy_order.json (docs/early_exit.md).",
+      "model's are in bench/experiments/results/early_exit_accuracy_order.json "
+      "(docs/early_exit.md).",
       "- The model garden row is its encoder + pooler with its own random weights (no head).",
   ]
   if result["isa"]["cap"]:
@@ -326,7 +323,7 @@ def refresh_goals(result, accuracy, accuracy_date):
   which fine-tuned model's sweep chose the layer. Records which sweep the goals come from."""
   goals = [g for g in (goal(result["rows"], b, accuracy) for b in result["batches"]) if g]
   return dict(result, goals=goals, goals_from={
-      "accuracy_file": os.path.relpath(ACCURACY_FILE, REPO), "accuracy_date": accuracy_date})
+      "accuracy_file": os.path.relpath(ACCURACY_FILE, common.REPO), "accuracy_date": accuracy_date})
 
 
 def write(result, out_dir, stem):

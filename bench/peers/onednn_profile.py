@@ -4,23 +4,20 @@ under ONEDNN_VERBOSE=1: its oneDNN primitives' time summed by kind (matmul, eltw
 layer norm, reorder, ...) against the wall time; the rest runs outside oneDNN (TensorFlow's own
 kernels: the optimizer update, gathers, casts; and the executor).
 
-  .venv/bin/python bench/peers/onednn_profile.py [--export_dir=<a classifier export>] [--precision=fp32]
-  .venv/bin/python bench/peers/onednn_profile.py --what=train [--precision=bf16] [--size=large]
+  .venv/bin/python -m bench.peers.onednn_profile [--export_dir=<a classifier export>]
+      [--precision=fp32]
+  .venv/bin/python -m bench.peers.onednn_profile --what=train [--precision=bf16] [--size=large]
 """
 
 import collections
-import os
 import subprocess
-import sys
 import tempfile
 import time
 
 from absl import app
 from absl import flags
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO not in sys.path:
-  sys.path.insert(0, REPO)
+from bench import common
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("export_dir", None, "An exported classifier version directory (default: "
@@ -58,7 +55,6 @@ def run_train_steps(precision, requests, size="base"):
   """Child: our pretraining step (bench/common.py's, ALBERT-`size`, batch 8), two warm-up steps,
   then `requests` timed steps between markers; prints the wall times."""
   from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from bench import common  # pylint: disable=g-import-not-at-top
   from bench.peers import sizes  # pylint: disable=g-import-not-at-top
   features, labels = common.synthetic_pretraining_batch(8, 128, 20, 30000)
   run, _ = common.build_our_pretraining_step(AlbertConfig.from_dict(sizes.SIZES[size]),
@@ -104,20 +100,19 @@ def main(_):
     from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
     from albert_tf.export import export_classifier  # pylint: disable=g-import-not-at-top
     from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
-    from bench import common  # pylint: disable=g-import-not-at-top
     model = AlbertClassifier(AlbertConfig.from_dict(common.ALBERT_BASE), num_classes=2)
     export_dir = export_classifier(model, tempfile.mkdtemp(prefix="albert_tf_profile_"),
                                    ["0", "1"], 128, precision=FLAGS.precision)
-  env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3")
-  child = [sys.executable, os.path.abspath(__file__), "--child", f"--what={FLAGS.what}",
-           f"--precision={FLAGS.precision}", f"--requests={FLAGS.requests}",
-           f"--size={FLAGS.size}"] + (
-               [f"--export_dir={export_dir}"] if export_dir else [])
+  env = common.child_env(ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3")
+  child = common.module_command(
+      __spec__.name, "--child", f"--what={FLAGS.what}", f"--precision={FLAGS.precision}",
+      f"--requests={FLAGS.requests}", f"--size={FLAGS.size}",
+      *([f"--export_dir={export_dir}"] if export_dir else []))
   proc = subprocess.run(child, capture_output=True, text=True, env=env, check=True)
   by_kind, wall = summarize(proc.stdout, FLAGS.requests)
   # A second run without the verbose output: its printing slows the traced requests.
   quiet = subprocess.run(child, capture_output=True, text=True,
-                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=True)
+                         env=common.child_env(TF_CPP_MIN_LOG_LEVEL="3"), check=True)
   _, quiet_wall = summarize(quiet.stdout, FLAGS.requests)
   inside = sum(by_kind.values())
   what = ("batch 1 request" if FLAGS.what == "serving"

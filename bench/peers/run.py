@@ -2,8 +2,8 @@
 transformers (PyTorch) for CPU serving, HF PyTorch for the pretraining step, and the model
 garden for both. ALBERT-base shape, seq 128, two intra-op threads each, calls interleaved.
 
-  make bench-peers                         # its own venv: requirements.txt + bench/requirements.txt
-  .venv-bench/bin/python bench/peers/run.py [--quick]
+  make bench-peers              # its own venv: requirements.txt + bench/peers/requirements.txt
+  .venv-bench/bin/python -m bench.peers.run [--quick]
 
 Serving (batch 1 and 32, 128 real tokens, random weights; every model the same weights: ours is
 written as an HF directory with our converter, which HF torch loads and ONNX is exported from):
@@ -37,19 +37,14 @@ bench/peers/results/sizes[_<isa>].{md,json}; `--sizes=tiny` is a smoke run of th
 
 import json
 import os
-import sys
 import tempfile
 
 from absl import app
 from absl import flags
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for path in (REPO, HERE):
-  if path not in sys.path:
-    sys.path.insert(0, path)
+from bench import common
 
-from bench import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("quick", False, "Fewer rounds (a smoke run: ratios are noisier).")
@@ -88,7 +83,8 @@ flags.DEFINE_integer("early_exit_rounds", 30, "With --early_exit: timed rounds a
 flags.DEFINE_list("early_exit_batches", ["1", "32"], "With --early_exit: batch sizes.")
 flags.DEFINE_list("early_exit_refresh_goals", [], "Result stems (e.g. early_exit,early_exit_avx2)"
                   " whose goal lines are read again through the current accuracy sweep "
-                  "(bench/results/early_exit_accuracy_order.json), without timing anything.")
+                  "(bench/experiments/results/early_exit_accuracy_order.json), without timing "
+                  "anything.")
 flags.DEFINE_list("patiences", [], "With --early_exit: patience rows (default 1..6; tiny 1,2).")
 flags.DEFINE_list("exit_layers", [], "With --early_exit: forced exit layers (default "
                   "2,4,..,12; tiny 2,4).")
@@ -221,8 +217,8 @@ def time_training(peers, rounds):
 
 def main_sizes():
   """--sizes: the size axis (bench/peers/sizes.py), written to results/sizes[_<isa>].*"""
-  import report  # pylint: disable=g-import-not-at-top
-  import sizes  # pylint: disable=g-import-not-at-top
+  from bench.peers import report  # pylint: disable=g-import-not-at-top
+  from bench.peers import sizes  # pylint: disable=g-import-not-at-top
   unknown = [s for s in FLAGS.sizes if s not in sizes.SIZES]
   if unknown:
     raise app.UsageError(f"--sizes: unknown {unknown}; known: {sorted(sizes.SIZES)}")
@@ -248,7 +244,7 @@ def main_sizes():
 def main_early_exit():
   """--early_exit: early exit beside ORT and the model garden (bench/peers/early_exit_peers.py),
   written to results/early_exit[_<isa>].*"""
-  import early_exit_peers  # pylint: disable=g-import-not-at-top
+  from bench.peers import early_exit_peers  # pylint: disable=g-import-not-at-top
   from absl import logging  # pylint: disable=g-import-not-at-top
   logging.set_verbosity(logging.WARNING)  # the exports' SavedModel INFO lines
   if FLAGS.sizes:
@@ -276,7 +272,7 @@ def main_early_exit():
 def main_refresh_goals(results_dir=os.path.join(HERE, "results")):
   """--early_exit_refresh_goals: rewrites results/<stem>.{json,md} with goals from the current
   accuracy sweep (early_exit_peers.refresh_goals)."""
-  import early_exit_peers  # pylint: disable=g-import-not-at-top
+  from bench.peers import early_exit_peers  # pylint: disable=g-import-not-at-top
   with open(early_exit_peers.ACCURACY_FILE, encoding="utf-8") as f:
     accuracy = json.load(f)
   for stem in FLAGS.early_exit_refresh_goals:
@@ -301,8 +297,8 @@ def main(_):
   if FLAGS.sizes:
     main_sizes()
     return
-  import torch_peers as peers  # pylint: disable=g-import-not-at-top
-  import report  # pylint: disable=g-import-not-at-top
+  from bench.peers import torch_peers as peers  # pylint: disable=g-import-not-at-top
+  from bench.peers import report  # pylint: disable=g-import-not-at-top
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="albert_tf_peers_")
   paths = build_exports(work_dir)
   # Exported with eager attention: its graph is the one onnxruntime.transformers fuses.

@@ -1,7 +1,7 @@
 """Issue 41's reorder-once experiment: ALBERT's shared layer weights prepared once per weight
 instead of once per layer, side by side with the export as it was and with the model garden.
 
-  .venv/bin/python bench/peers/shared_weights.py --sizes=base,large,xxlarge
+  .venv/bin/python -m bench.peers.shared_weights --sizes=base,large,xxlarge
       [--requests=1x128,1x512] [--precisions=fp32,bf16] [--passes=2] [--total_budget_h=1]
 
 Per size, one random classifier is exported (in a subprocess) four ways, all the same weights:
@@ -33,14 +33,10 @@ import time
 from absl import app
 from absl import flags
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO, HERE):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from bench import common
+from bench.peers import sizes
 
-import sizes  # pylint: disable=g-import-not-at-top,wrong-import-position
-from bench import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("sizes", ["base", "large", "xxlarge"], "Model sizes (bench/peers/sizes.py).")
@@ -183,9 +179,9 @@ def matmul_ceiling():
 def build(size, size_dir, precisions, seq):
   os.makedirs(size_dir, exist_ok=True)
   proc = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), "--child_build", size, size_dir,
-       ",".join(precisions), str(seq)], capture_output=True, text=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=False)
+      common.module_command(__spec__.name, "--child_build", size, size_dir,
+                            ",".join(precisions), str(seq)), capture_output=True, text=True,
+      env=common.child_env(TF_CPP_MIN_LOG_LEVEL="3"), check=False)
   if proc.returncode:
     tail = (proc.stderr.strip().splitlines() or ["no stderr"])[-1][:300]
     return {"paths": {}, "failure": f"exit {proc.returncode}: {tail}"}

@@ -2,7 +2,7 @@
 configs) x sequence 128 / 512 x batch 1 / 32, every variant in its own subprocess
 (bench/peers/variant.py) so its peak memory (VmHWM) is its own, beside its time.
 
-  .venv-bench/bin/python bench/peers/run.py --sizes=base,large,xxlarge [--seq_lens=128,512]
+  .venv-bench/bin/python -m bench.peers.run --sizes=base,large,xxlarge [--seq_lens=128,512]
       [--batches=1,32] [--isa=AVX2] [--budget_s=1800] [--total_budget_h=12] [--mem_gib=24]
 
 Per size, one random model is built once (in a subprocess) and written in every form the
@@ -40,14 +40,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO, HERE):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
-
-from albert_tf.common.cpu import FROZEN_WEIGHTS_VARIABLE  # pylint: disable=g-import-not-at-top,wrong-import-position
-from bench import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+from albert_tf.common.cpu import FROZEN_WEIGHTS_VARIABLE
+from bench import common
 
 # The official v2 configs (albert_config.json of the v2 TF-Hub modules): E128, vocab 30000,
 # one shared layer group. "tiny" is for smoke runs of the bench itself.
@@ -113,7 +107,7 @@ def isa_info(flags, cap=None):
 
 def variant_env(kind, isa):
   """(environment, ISA label) of one variant's subprocess under the --isa cap."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  env = common.child_env(TF_CPP_MIN_LOG_LEVEL="3")
   if not isa["cap"]:
     return env, isa["native"]
   if kind in ("savedmodel", "garden", "train_ours", "train_garden"):
@@ -237,7 +231,7 @@ def build_size(size, seq_lens, work_dir, with_peers):
       work_dir, config, checkpoint=checkpoint))
   if with_peers and "hf" in paths:
     try:
-      import torch_peers as peers  # pylint: disable=g-import-not-at-top
+      from bench.peers import torch_peers as peers  # pylint: disable=g-import-not-at-top
       onnx_path = peers.export_onnx(peers.load_hf_classifier(paths["hf"], attention="eager"),
                                     os.path.join(work_dir, "hf.onnx"), seq0)
       variants, onnx_failures = peers.onnx_variants(onnx_path, config["hidden_size"],
@@ -315,7 +309,7 @@ def run_child(spec, spec_file, env, budget_s):
   with open(spec_file, "w", encoding="utf-8") as f:
     json.dump(spec, f)
   try:
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "variant.py"), spec_file],
+    proc = subprocess.run(common.module_command("bench.peers.variant", spec_file),
                           capture_output=True, text=True, env=env, timeout=budget_s,
                           check=False)
   except subprocess.TimeoutExpired:
@@ -500,9 +494,9 @@ def build(size, size_dir, seq_lens, with_peers, log=print):
   start = time.time()
   log(f"building {size} ...")
   proc = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), "build", size, size_dir,
-       ",".join(map(str, seq_lens)), "1" if with_peers else "0"],
-      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      common.module_command(__spec__.name, "build", size, size_dir,
+                            ",".join(map(str, seq_lens)), "1" if with_peers else "0"),
+      capture_output=True, text=True, env=common.child_env(TF_CPP_MIN_LOG_LEVEL="3"),
       check=False)
   if proc.returncode == 0:
     built = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,7 +1,7 @@
 """The peers users pick instead of us, built on the same weights: HF transformers (PyTorch) and
 ONNX Runtime for serving, HF `AlbertForPreTraining` with a LAMB step for training.
 
-Imported only by bench/peers/run.py, in the bench's own virtualenv (bench/requirements.txt):
+Imported only by bench/peers/run.py, in the bench's own virtualenv (bench/peers/requirements.txt):
 torch, transformers, onnx and onnxruntime are never dependencies of albert_tf.
 """
 

@@ -1,7 +1,7 @@
 """One variant of the size-axis bench (bench/peers/sizes.py), alone in this process: load it,
 warm it up, time `calls` calls, save its outputs, report the times and the process's peak memory.
 
-  python bench/peers/variant.py <spec.json>
+  python -m bench.peers.variant <spec.json>
 
 The spec (written by sizes.py) names the kind of variant and its files:
   savedmodel   our export's `token_ids` signature -> probabilities
@@ -18,12 +18,6 @@ import os
 import resource
 import sys
 import time
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO, HERE):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
 
 
 def peak_kib():
@@ -82,7 +76,7 @@ def build_call(spec):
     runner = Interpreter(model_path=spec["path"], num_threads=2).get_signature_runner()
     return lambda: np.asarray(runner(input_ids=ids, input_mask=mask,
                                      segment_ids=segments)["probabilities"])
-  import torch_peers as peers  # pylint: disable=g-import-not-at-top
+  from bench.peers import torch_peers as peers  # pylint: disable=g-import-not-at-top
   if kind == "hf":
     return peers.hf_call(peers.load_hf_classifier(spec["path"]), ids, mask, segments,
                          bf16=spec.get("bf16", False))
@@ -111,7 +105,7 @@ def build_train_call(spec):
 
 
 def peers_step(spec, features, labels):
-  import torch_peers as peers  # pylint: disable=g-import-not-at-top
+  from bench.peers import torch_peers as peers  # pylint: disable=g-import-not-at-top
   return peers.hf_pretraining_step(dict(spec["config"]), features, labels,
                                    bf16=spec.get("bf16", False))
 

@@ -160,7 +160,7 @@ RULES = [
     Rule("make", r"^make (quickstart|test)\b",
          marked="`make quickstart` runs in CI after the tests; `make test` is this suite"),
     Rule("bench_peers", r"^make bench-peers( PEERS_ARGS=--early_exit)?( ARGS=--isa=AVX2)?$",
-         marked="minutes to hours on 2 cores, in its own venv (bench/requirements.txt)"),
+         marked="minutes to hours on 2 cores, in its own venv (bench/peers/requirements.txt)"),
     Rule("pytest", r"^\.venv/bin/python -m pytest ", marked="the suite itself (`make test`)"),
     Rule("activate", r"^source \.venv/bin/activate$"),
     Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",

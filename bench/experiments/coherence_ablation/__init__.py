@@ -1,0 +1,1 @@
+"""The paper's NSP/SOP coherence check at small scale (README.md)."""

@@ -1,0 +1,1 @@
+"""Does pretraining on real unlabelled reviews help real benchmarks? (README.md)."""

@@ -1,0 +1,1 @@
+"""Early exit's patience sweep: accuracy against the mean exit layer (README.md)."""

@@ -1,0 +1,1 @@
+"""Ours against ONNX Runtime, HF transformers and the model garden (see bench/__init__.py)."""

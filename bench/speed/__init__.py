@@ -1,0 +1,1 @@
+"""Speed and memory benchmarks of our own code paths (see bench/__init__.py)."""

@@ -1,0 +1,1 @@
+"""Tests of bench/: the benches' pure parts and smoke runs on tiny shapes."""

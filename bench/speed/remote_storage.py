@@ -15,10 +15,10 @@ the plumbing, not the disk.
   heads) and two optimizer-slot copies (as LAMB's m and v), written with tf.train.Checkpoint and
   read back (restore), seconds.
 
-Rounds alternate local and ram:// so load drifts hit both. Writes bench/results/remote_storage.json
+Rounds alternate local and ram:// so load drifts hit both. Writes bench/speed/results/remote_storage.json
 with the CPU, the date and the load before and after.
 
-Run: .venv/bin/python -m bench.remote_storage [--rounds 5 --num_files 4 --records_per_file 2000]
+Run: .venv/bin/python -m bench.speed.remote_storage [--rounds 5 --num_files 4 --records_per_file 2000]
 """
 
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it

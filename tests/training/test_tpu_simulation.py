@@ -184,6 +184,13 @@ def test_one_rule_for_on_tpu():
   plain = runtime.RuntimeConfig(pad_eval_batches=True)
   assert not plain.static_shapes and plain.trainer_kwargs()["pad_eval_batches"]
   assert not runtime.RuntimeConfig().trainer_kwargs()["pad_eval_batches"]
+  # Once a strategy exists, one test on the object: either TPUStrategy class, nothing else.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  for tpu_class in (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy):
+    assert strategy_lib.is_tpu_strategy(object.__new__(tpu_class)), tpu_class
+  assert not strategy_lib.is_tpu_strategy(tf.distribute.get_strategy())
+  assert not strategy_lib.is_tpu_strategy(tf.distribute.OneDeviceStrategy("/cpu:0"))
 
 
 def test_tpu_name_alone_turns_bucketing_off():

@@ -226,6 +226,53 @@ def test_no_import_circle_even_through_imports_inside_functions():
   assert circles(import_graph()) == []
 
 
+# Modules that may name another module's private names: albert_tf.tokenization re-exports the
+# official tokenization.py's, which users and the official tests call (`_is_control`, ...).
+PRIVATE_NAMES_ALLOWED_IN = {"albert_tf.tokenization"}
+
+
+def private_names_used(name, path, known):
+  """[(line, module, private name)] of another albert_tf module's `_names` that `name` uses
+  (`module._name` or `from module import _name`)."""
+  with open(path, encoding="utf-8") as f:
+    tree = ast.parse(f.read(), path)
+  aliases, found = {}, []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("albert_tf"):
+      for alias in node.names:
+        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        if alias.name.startswith("_") and not alias.name.startswith("__"):
+          found.append((node.lineno, node.module, alias.name))
+    elif isinstance(node, ast.Import):
+      aliases.update({alias.asname: alias.name for alias in node.names
+                      if alias.asname and alias.name.startswith("albert_tf")})
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        and aliases.get(node.value.id) in known and node.attr.startswith("_")
+        and not node.attr.startswith("__")):
+      found.append((node.lineno, aliases[node.value.id], node.attr))
+  return found
+
+
+def test_no_module_uses_another_modules_private_names():
+  known = modules()
+  assert [f"{name}:{line} uses {module}.{private}" for name, path in sorted(known.items())
+          if name not in PRIVATE_NAMES_ALLOWED_IN
+          for line, module, private in private_names_used(name, path, known)] == []
+
+
+def test_the_private_name_rule_catches_an_attribute_and_a_from_import(tmp_path):
+  # As beam_pipeline.py called creation._new_counters() before issue 60.
+  (tmp_path / "a.py").write_text(
+      "from albert_tf.data.pretraining import creation\n"
+      "from albert_tf.text.tokenization import _is_control, FullTokenizer\n"
+      "counters = creation._new_counters()\nfine = creation.new_counters()\n")
+  known = {"albert_tf.data.pretraining.creation": "", "albert_tf.text.tokenization": ""}
+  assert sorted(private_names_used("albert_tf.x", str(tmp_path / "a.py"), known)) == [
+      (2, "albert_tf.text.tokenization", "_is_control"),
+      (3, "albert_tf.data.pretraining.creation", "_new_counters")]
+
+
 def _calls_quiet_startup(node):
   return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr == "quiet_startup" and isinstance(n.func.value, ast.Name)

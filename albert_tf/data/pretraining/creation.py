@@ -98,7 +98,7 @@ class DocumentEncoder:
       self._unk_id = sp.unk_id()
       self._split_ids = {}
       for i, piece in enumerate(pieces):
-        split = tokenization._split_digit_comma(sp, piece)  # pylint: disable=protected-access
+        split = tokenization.split_digit_comma(sp, piece)
         if split is not None and not sp.IsControl(i) and not sp.IsUnknown(i):
           self._split_ids[i] = [sp.PieceToId(p) for p in split]
       special = [i for i in range(len(pieces)) if sp.IsControl(i) or sp.IsUnknown(i)]

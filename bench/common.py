@@ -118,9 +118,10 @@ def build_our_pretraining_step(config, features, labels, batch, seq_length, num_
       optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10), **trainer_kwargs)
   # The Trainer's own compiled loop, without its checkpointing and logging around it: the
   # bench times the steps alone.
-  iterator, spec = trainer._train_dataset_iterator(batch)  # pylint: disable=protected-access
-  trainer._ensure_built(spec)  # pylint: disable=protected-access
-  train_fn = trainer._build_train_fn(batch)  # pylint: disable=protected-access
+  dataset, spec = trainer.inputs.training(batch)
+  iterator = iter(dataset)
+  trainer.build(spec)
+  train_fn = trainer.train_loop(batch)
 
   def run(steps):
     return float(train_fn(iterator, tf.constant(steps))[0].numpy())

@@ -87,7 +87,7 @@ class InGraphTokenizer(tf_keras.layers.Layer):
       self._sp_op = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     rows = []
     for i in range(sp.GetPieceSize()):
-      split = tokenization._split_digit_comma(sp, sp.IdToPiece(i))  # pylint: disable=protected-access
+      split = tokenization.split_digit_comma(sp, sp.IdToPiece(i))
       if split is None or sp.IsControl(i) or sp.IsUnknown(i):
         rows.append([i])
       else:

@@ -129,7 +129,7 @@ def _preprocess_with_alignment(text, remove_space=True, lower=False):
 # ----------------------------------------------------------------------------- SentencePiece
 
 
-def _split_digit_comma(sp_model, piece):
+def split_digit_comma(sp_model, piece):
   """Re-splits a piece like '▁3,' or '0,' into ('▁3', ',') / ('0', ','); None if not such a piece."""
   if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
     cur_pieces = sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
@@ -177,7 +177,7 @@ def _fix_pieces(sp_model, pieces):
   reserved, unk_piece = _reserved_pieces(sp_model)
   new_pieces = []
   for piece in pieces:
-    split = _split_digit_comma(sp_model, piece)
+    split = split_digit_comma(sp_model, piece)
     for p in ((piece,) if split is None else split):
       new_pieces.append(unk_piece if p in reserved else p)
   return new_pieces
@@ -562,7 +562,7 @@ class FullTokenizer:
     for sp_piece in proto.pieces:
       piece = sp_piece.piece
       c_start, c_end = byte_to_char[sp_piece.begin], byte_to_char[sp_piece.end]
-      split = _split_digit_comma(self.sp_model, piece)
+      split = split_digit_comma(self.sp_model, piece)
       if split is None:
         pieces.append(unk_piece if piece in reserved else piece)
         offsets.append(to_original(c_start, c_end))

@@ -129,28 +129,58 @@ def latest_checkpoint(output_dir):
   return None
 
 
-def checkpoint_for_inference(output_dir, init_checkpoint=None, prefer_best=True):
-  """The fine-tuned model to evaluate, predict with or export.
+def checkpoint_for_inference(output_dir, init_checkpoint, flag, checkpoint_path=None,
+                             prefer_best=True):
+  """The one rule for the fine-tuned model to evaluate, predict with or export.
 
-  `model.ckpt-best` when `prefer_best` and it exists (verified: an error if broken), else the
-  newest intact numbered checkpoint, else `init_checkpoint` (verified), else None.
+  `checkpoint_path` when given (a checkpoint prefix, an HF transformers directory, or a
+  directory of checkpoints: its newest intact one). Else `model.ckpt-best` of `output_dir`
+  when `prefer_best` and it exists (verified: an error if broken, never a silent fall back to
+  an older model), else the newest intact numbered checkpoint, else `init_checkpoint`
+  (verified).
+
+  Args:
+    output_dir: the run's --output_dir (None: none).
+    init_checkpoint: the task's --init_checkpoint (None: none).
+    flag: what asks, for the error ("--do_eval", "--do_predict", "--export_dir").
+  Raises:
+    AlbertError: there is no such checkpoint (one message for every caller).
   """
-  best = os.path.join(output_dir, BEST_CHECKPOINT)
-  if prefer_best and fileio.exists(best + integrity.INDEX_SUFFIX):
+  if checkpoint_path:
+    return _named_checkpoint(checkpoint_path)
+  best = os.path.join(output_dir, BEST_CHECKPOINT) if output_dir else None
+  if best and prefer_best and fileio.exists(best + integrity.INDEX_SUFFIX):
     problem = integrity.checkpoint_problem(best)
     if problem:
       raise AlbertError(f"{best}: {problem}; rerun --do_eval to write it again, or delete "
                         f"{best}.* to use the latest checkpoint")
     return best
-  if prefer_best and integrity.checkpoint_files(best):
+  if best and prefer_best and integrity.checkpoint_files(best):
     _warn(f"{best}: {integrity.checkpoint_problem(best)}; using the latest checkpoint")
-  latest = latest_checkpoint(output_dir)
+  latest = latest_checkpoint(output_dir) if output_dir else None
   if latest:
     return latest
   if init_checkpoint:
     return tf1.resolve_checkpoint_path(init_checkpoint, "--init_checkpoint") if not (
         _is_directory_model(init_checkpoint)) else init_checkpoint
-  return None
+  raise AlbertError(f"{flag}: no checkpoint in --output_dir={output_dir} and no "
+                    f"--init_checkpoint (train first with --do_train, or point --output_dir at "
+                    f"a fine-tuned model)")
+
+
+def _named_checkpoint(path):
+  """A checkpoint the caller named: a prefix, an HF directory, or a directory of checkpoints
+  (its newest intact one)."""
+  is_hf = formats.directory_format(path, hub_modules=False) == formats.HF
+  if fileio.isdir(path) and not is_hf:
+    latest = latest_checkpoint(path)
+    if not latest:
+      raise AlbertError(f"{path}: no checkpoint in this directory")
+    return latest
+  if not (is_hf or fileio.exists(path + integrity.INDEX_SUFFIX)
+          or integrity.checkpoint_files(path)):
+    raise AlbertError(f"{path}: no such checkpoint (expected {path}.index)")
+  return path
 
 
 def _is_directory_model(path):

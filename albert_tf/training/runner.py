@@ -33,8 +33,9 @@ from albert_tf.training import preemption
 from albert_tf.training import results as results_lib
 from albert_tf.training import runtime as runtime_lib
 from albert_tf.training import strategy as strategy_lib
+from albert_tf.training.input_distribution import check_batch_size
 from albert_tf.training.strategy import worker_info
-from albert_tf.training.trainer import Trainer, check_batch_size
+from albert_tf.training.trainer import Trainer
 
 TFLITE_FILE = "albert_model.tflite"
 OPTIMIZERS = ("adamw", "lamb")
@@ -149,7 +150,7 @@ def run(task, run_config, runtime=None):
     if problem:
       raise AlbertError(f"--do_train: {problem}")
   fileio.makedirs(cfg.output_dir)
-  strategy = runtime.make_strategy()
+  strategy = strategy_lib.make_strategy(runtime)
   logging.info("%s", devices_line(strategy))
   _check_batch_sizes(cfg, runtime, strategy)
   if strategy_lib.num_workers(strategy) <= 1:
@@ -288,9 +289,6 @@ def _reported(task, results):
 
 def _evaluate_latest(trainer, task, cfg):
   """The official run_pretraining evaluation: the latest checkpoint, `key = value` lines."""
-  if not checkpointing.latest_checkpoint(cfg.output_dir) and not task.init_checkpoint:
-    raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
-                      "--init_checkpoint to evaluate")
   result = _reported(task, trainer.evaluate(cfg.eval_batch_size,
                                             max_eval_steps=cfg.max_eval_steps))
   if trainer.is_chief:
@@ -312,14 +310,11 @@ def _evaluate_every_checkpoint(trainer, task, cfg):
   best by task.best_metric: eval_results.txt, best_trial.txt, best_checkpoint.json,
   model.ckpt-best and the task's outputs of the best checkpoint."""
   metric = task.best_metric
-  checkpoints = checkpointing.checkpoints_to_evaluate(cfg.output_dir)
-  if not checkpoints:
-    if not task.init_checkpoint:
-      raise AlbertError(f"--do_eval: no checkpoint in --output_dir={cfg.output_dir} and no "
-                        f"--init_checkpoint (train first with --do_train, or point "
-                        f"--output_dir at a fine-tuned model)")
-    # A fine-tuned --init_checkpoint (e.g. an official model.ckpt-best); it must hold the head.
-    checkpoints = [(None, task.init_checkpoint)]
+  # Else a fine-tuned --init_checkpoint (e.g. an official model.ckpt-best; it must hold the
+  # head), by the one rule (an error when there is none).
+  checkpoints = checkpointing.checkpoints_to_evaluate(cfg.output_dir) or [
+      (None, checkpointing.checkpoint_for_inference(cfg.output_dir, task.init_checkpoint,
+                                                    "--do_eval"))]
   lines, all_results = [], []
   best = None  # (value, step, path, result, task outputs)
   for step, path in checkpoints:
@@ -369,35 +364,29 @@ def _keep_best(trainer, task, cfg, best, lines, last_step):
     if outputs is not None:
       summary.update(task.write_predictions(cfg.output_dir, outputs) or {})
     logging.info("Best %s = %s at %s", metric, value, path)
-  trainer.barrier()
+  trainer.inputs.barrier()
   return summary
 
 
-def _checkpoint_to_use(task, cfg, flag):
-  """The fine-tuned model: output_dir's best (else latest) checkpoint, else a fine-tuned
-  --init_checkpoint (either must hold the task head: restore_model_weights checks)."""
-  checkpoint = checkpointing.checkpoint_for_inference(cfg.output_dir, task.init_checkpoint)
-  if checkpoint is None:
-    raise AlbertError(f"{flag}: no checkpoint in --output_dir={cfg.output_dir} and no "
-                      "--init_checkpoint")
-  return checkpoint
-
-
 def _predict(trainer, task, cfg):
-  checkpoint = _checkpoint_to_use(task, cfg, "--do_predict")
+  # output_dir's best (else latest) checkpoint, else a fine-tuned --init_checkpoint (either
+  # must hold the task head: restore_model_weights checks).
+  checkpoint = checkpointing.checkpoint_for_inference(cfg.output_dir, task.init_checkpoint,
+                                                      "--do_predict")
   logging.info("***** Running prediction with %s *****", checkpoint)
   state = None
   for features, outputs in trainer.predict(cfg.predict_batch_size, checkpoint_path=checkpoint):
     state = task.aggregate_outputs(state, features, None, outputs)
   _, outputs = task.reduce_outputs(state, "predict")
-  # Every worker predicted the whole set (Trainer._distributed_dataset); the chief writes it.
+  # Every worker predicted the whole set (DistributedInput.evaluation); the chief writes it.
   summary = dict(task.write_predictions(cfg.output_dir, outputs) or {}) if trainer.is_chief else {}
   summary["predict_checkpoint"] = checkpoint
   return summary
 
 
 def _export(task, cfg):
-  checkpoint = _checkpoint_to_use(task, cfg, "--export_dir")
+  checkpoint = checkpointing.checkpoint_for_inference(cfg.output_dir, task.init_checkpoint,
+                                                      "--export_dir")
   model = task.build_model()
   restore_model_weights(model, checkpoint, label_list=task.label_list)
   logging.info("Exporting %s to %s", checkpoint, cfg.export_dir)

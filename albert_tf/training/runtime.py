@@ -5,8 +5,10 @@ and our extras (--strategy, --precision, --jit_compile, --xla_whole_step, --pad_
 --gradient_accumulation_steps, --log_every_n_steps, --recompute, --deterministic, --seed); the
 runner applies it.
 
-`on_tpu` is the one rule for "this run is on a TPU": bucketing, the bf16 CPU check, where the
-stop flag is read and eval padding all ask it (never the flags themselves).
+`on_tpu` is the one rule for "this run is on a TPU" from the flags: bucketing, the bf16 CPU
+check, where the stop flag is read and eval padding all ask it (never the flags themselves);
+once a strategy exists, `strategy.is_tpu_strategy` answers for it. This module is a leaf of
+training/: `strategy` imports it, never the reverse (`strategy.make_strategy(runtime)`).
 """
 
 import dataclasses
@@ -20,12 +22,10 @@ from albert_tf.errors import AlbertError
 SEED_FILE = output_layout.SEED_FILE
 
 
-def on_tpu(strategy="auto", use_tpu=False, tpu_name=None, strategy_object=None):
+def on_tpu(strategy="auto", use_tpu=False, tpu_name=None):
   """Whether a run is on a TPU: --strategy=tpu, or --strategy=auto with --use_tpu or a TPU name
-  (--tpu / --tpu_name); or, once made, a TPUStrategy. Another explicit --strategy wins over
-  --use_tpu, as in `strategy.get_strategy`, which asks this function too."""
-  if strategy_object is not None:
-    return type(strategy_object).__name__.startswith("TPUStrategy")
+  (--tpu / --tpu_name). Another explicit --strategy wins over --use_tpu, as in
+  `strategy.get_strategy`, which asks this function too."""
   name = (strategy or "auto").lower()
   return name == "tpu" or (name == "auto" and bool(use_tpu or tpu_name))
 
@@ -80,14 +80,6 @@ class RuntimeConfig:
                 recompute=self.recompute, on_tpu=self.on_tpu or None,
                 xla_whole_step=self.xla_whole_step,
                 pad_eval_batches=self.static_shapes or self.pad_eval_batches)
-
-  def make_strategy(self):
-    """The tf.distribute strategy this runtime selects."""
-    from albert_tf.training import strategy as strategy_lib  # lazy: TensorFlow, after the flags
-    return strategy_lib.get_strategy(
-        strategy=self.strategy, use_tpu=self.use_tpu, tpu_name=self.tpu_name,
-        tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master,
-        worker_wait_seconds=self.worker_wait_seconds)
 
 
 def resolve_seed(seed, deterministic, output_dir):

@@ -218,10 +218,24 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
   return tf.distribute.get_strategy()
 
 
+def make_strategy(runtime):
+  """The tf.distribute strategy a `runtime.RuntimeConfig` selects."""
+  return get_strategy(
+      strategy=runtime.strategy, use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name,
+      tpu_zone=runtime.tpu_zone, gcp_project=runtime.gcp_project, master=runtime.master,
+      worker_wait_seconds=runtime.worker_wait_seconds)
+
+
+def is_tpu_strategy(strategy):
+  """Whether a strategy object runs on a TPU (the one test on a strategy object; before one
+  exists, `runtime.on_tpu` reads the flags)."""
+  return isinstance(strategy, (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy))
+
+
 def worker_info(strategy):
   """(task_type, task_id, is_chief) for this process under `strategy`."""
   resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+  if resolver is None or is_tpu_strategy(strategy):
     return None, 0, True
   task_type, task_id = resolver.task_type, resolver.task_id
   if not task_type:
@@ -234,7 +248,7 @@ def worker_info(strategy):
 
 def num_workers(strategy):
   resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or isinstance(strategy, tf.distribute.TPUStrategy):
+  if resolver is None or is_tpu_strategy(strategy):
     return 1
   spec = resolver.cluster_spec().as_dict()
   return max(1, len(spec.get("worker", [])) + len(spec.get("chief", [])))

@@ -56,7 +56,7 @@ def main():
     print(f"{name:15s} median {median:8.1f} ms  ({median / step:.3f} x the train step)")
   with tempfile.TemporaryDirectory() as tmp:
     started = time.perf_counter()
-    prefix = trainer._checkpoint().write(os.path.join(tmp, "ckpt"))  # pylint: disable=protected-access
+    prefix = trainer.checkpoint().write(os.path.join(tmp, "ckpt"))
     seconds = time.perf_counter() - started
     size = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp))
   print(f"one checkpoint (weights + LAMB moments): {size / 2**20:.1f} MiB, written in "

@@ -71,9 +71,10 @@ def build_train_loops(files, config):
   for name, checked in (("checked", True), ("unchecked", False)):
     task.check_records = checked
     # The Trainer's own compiled loop, without its checkpointing and logging around it.
-    iterator, spec = trainer._train_dataset_iterator(FLAGS.batch_size)  # pylint: disable=protected-access
-    trainer._ensure_built(spec)  # pylint: disable=protected-access
-    train_fn = trainer._build_train_fn(FLAGS.batch_size)  # pylint: disable=protected-access
+    dataset, spec = trainer.inputs.training(FLAGS.batch_size)
+    iterator = iter(dataset)
+    trainer.build(spec)
+    train_fn = trainer.train_loop(FLAGS.batch_size)
     steps = tf.constant(FLAGS.steps_per_round)
     runs[name] = (lambda fn=train_fn, it=iterator:
                   float(fn(it, steps)[0].numpy()))

@@ -1,6 +1,6 @@
 """Training input throughput (examples/s): the per-host input against the client pipeline.
 
-"per_host" is the Trainer's training input (`Trainer._train_dataset`): every input pipeline
+"per_host" is the Trainer's training input (`DistributedInput.training`): every input pipeline
 built by `strategy.distribute_datasets_from_function` from a `tf.distribute.InputContext`, its
 batches cut into one [K, b, ...] element per local replica in the pipeline. "client" is the
 input before it: one pipeline of the whole global batch iterated on the client, split between
@@ -152,11 +152,11 @@ def _measure_child(devices, files):
   steps = tf.constant(FLAGS.steps_per_round)
   runs = {"client": (loop(client_step),
                      task.build_inputs("train", batch, tf.distribute.InputContext())),
-          "per_host": (loop(per_host_step), trainer._train_dataset(batch)[0])}  # pylint: disable=protected-access
+          "per_host": (loop(per_host_step), trainer.inputs.training(batch)[0])}
   if devices > 1 and FLAGS.per_replica_parsing:
     runs["per_replica_parsing"] = (
         loop(per_host_step), strategy.distribute_datasets_from_function(per_replica_parsing))
-  if devices > 1 and FLAGS.plain_iterator:  # as Trainer._train_dataset's one pipeline
+  if devices > 1 and FLAGS.plain_iterator:  # as DistributedInput.training's one pipeline
     runs["plain_iterator"] = (loop(plain_iterator_step), task.build_inputs(
         "train", batch, tf.distribute.InputContext()).rebatch(
             batch // devices, drop_remainder=True).prefetch(tf.data.AUTOTUNE))

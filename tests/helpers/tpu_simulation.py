@@ -47,14 +47,15 @@ def _read(path):
 
 def _specs(task, runtime, batch_sizes):
   """Every mode's element spec as the trainer sees it under `runtime` (8 replicas)."""
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
   from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
-  strategy = runtime.make_strategy()
+  strategy = strategy_lib.make_strategy(runtime)
   trainer = Trainer(task, strategy, **runtime.trainer_kwargs())
   out = {}
   train_batch, eval_batch = batch_sizes
-  out["train"] = _spec_text(trainer._train_dataset_iterator(train_batch)[1])  # pylint: disable=protected-access
+  out["train"] = _spec_text(trainer.inputs.training(train_batch)[1])
   for mode in ("eval", "predict"):
-    _, spec, _ = trainer._distributed_dataset(mode, eval_batch)  # pylint: disable=protected-access
+    _, spec, _ = trainer.inputs.evaluation(mode, eval_batch)
     out[mode] = _spec_text(spec)
   return out
 
@@ -110,7 +111,8 @@ def _run_task(name, make_task, run_kwargs, out_dir, prediction_files, report,
     if os.path.exists(os.path.join(pipelines_dir, f)):
       os.remove(os.path.join(pipelines_dir, f))
   first, predictions = len(EVAL_COUNTS), len(PREDICTED_IDS)
-  with _pipeline_per_replica(eight.make_strategy()):
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  with _pipeline_per_replica(strategy_lib.make_strategy(eight)):
     summary = runner.run(make_task(pipelines_dir), runner.RunConfig(
         output_dir=pipelines_dir, **dict(base, do_train=False)), eight)
   entry["pipelines"] = _summary(summary)
@@ -213,14 +215,14 @@ def _pipeline_per_replica(strategy):
 def _one_strategy_per_kind():
   """Every RuntimeConfig of this process makes one and the same strategy per --strategy, as a
   real run has one: two MirroredStrategy objects in a process share collective keys."""
-  from albert_tf.training import runtime  # pylint: disable=g-import-not-at-top
-  made, original = {}, runtime.RuntimeConfig.make_strategy
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  made, original = {}, strategy_lib.make_strategy
 
-  def make_strategy(self):
-    if self.strategy not in made:
-      made[self.strategy] = original(self)
-    return made[self.strategy]
-  runtime.RuntimeConfig.make_strategy = make_strategy
+  def make_strategy(runtime):
+    if runtime.strategy not in made:
+      made[runtime.strategy] = original(runtime)
+    return made[runtime.strategy]
+  strategy_lib.make_strategy = make_strategy
 
 
 def main(out_dir):

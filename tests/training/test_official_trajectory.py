@@ -256,6 +256,7 @@ def test_the_clipped_global_norm_is_the_dense_one():
   dense one: the norm of the gradients exactly as the trainer hands them to the clipping."""
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks.pretraining import PretrainingConfig, PretrainingTask  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import steps as steps_lib  # pylint: disable=g-import-not-at-top
   from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
   hp = PRETRAINING["hyperparameters"]
   norms = PRETRAINING["step0_global_norm"]
@@ -266,11 +267,12 @@ def test_the_clipped_global_norm_is_the_dense_one():
       init_checkpoint=str(FIX / "pretraining" / "init.ckpt"), shuffle_train_input=False))
   trainer = trainer_lib.Trainer(task)
   dataset = task.build_inputs("train", hp["train_batch_size"])
-  trainer._ensure_built(dataset.element_spec)  # pylint: disable=protected-access
+  trainer.build(dataset.element_spec)
   task.initialize(trainer.model)
   features, labels = next(iter(dataset))
   micro = tf.nest.map_structure(lambda t: t[None], (features, labels))  # K = 1 micro-batch
-  forward_backward = trainer._forward_backward_fn(hp["train_batch_size"])  # pylint: disable=protected-access
+  forward_backward = steps_lib.forward_backward(trainer.model, task, None, trainer.train_metrics,
+                                                hp["train_batch_size"])
   loss, _, grads = forward_backward(*micro)
   step0 = PRETRAINING["steps"][0]
   assert abs(float(loss) - step0["loss"]) <= LOSS_RTOL * step0["loss"]

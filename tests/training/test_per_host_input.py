@@ -1,7 +1,7 @@
-"""Per-host training input (`Trainer._train_dataset`, `strategy.distribute_datasets_from_function`)
-resumed mid-epoch on 4 logical CPUs under MirroredStrategy: the examples every step trains on,
-across a stop and a resume, are those of an uninterrupted run, which are the shuffled stream's
-consecutive global batches.
+"""Per-host training input (`DistributedInput.training`,
+`strategy.distribute_datasets_from_function`) resumed mid-epoch on 4 logical CPUs under
+MirroredStrategy: the examples every step trains on, across a stop and a resume, are those of
+an uninterrupted run, which are the shuffled stream's consecutive global batches.
 
 One subprocess (logical devices are fixed when TensorFlow starts): a task whose model records
 the `example_id` of every row it trains on (a py_function in the replica step), 40 examples
@@ -81,7 +81,7 @@ def train(name, steps, start=0):
   assert len(rows) == BATCH * (steps - start), rows
   return [sorted(rows[s:s + BATCH]) for s in range(0, len(rows), BATCH)]
 
-per_replica = trainer_lib.Trainer(RecordingTask(), strategy)._train_dataset_iterator(BATCH)[0]
+per_replica = iter(trainer_lib.Trainer(RecordingTask(), strategy).inputs.training(BATCH)[0])
 shape = [v.shape.as_list() for v in strategy.experimental_local_results(
     next(per_replica)[0]["example_id"])]
 expected = [sorted(b) for b in stream().batch(BATCH).take(8).as_numpy_iterator()]

@@ -184,6 +184,13 @@ def test_one_rule_for_on_tpu():
   plain = runtime.RuntimeConfig(pad_eval_batches=True)
   assert not plain.static_shapes and plain.trainer_kwargs()["pad_eval_batches"]
   assert not runtime.RuntimeConfig().trainer_kwargs()["pad_eval_batches"]
+  # Once a strategy exists, one test on the object: either TPUStrategy class, nothing else.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import strategy as strategy_lib  # pylint: disable=g-import-not-at-top
+  for tpu_class in (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy):
+    assert strategy_lib.is_tpu_strategy(object.__new__(tpu_class)), tpu_class
+  assert not strategy_lib.is_tpu_strategy(tf.distribute.get_strategy())
+  assert not strategy_lib.is_tpu_strategy(tf.distribute.OneDeviceStrategy("/cpu:0"))
 
 
 def test_tpu_name_alone_turns_bucketing_off():
@@ -216,46 +223,46 @@ def test_eval_batch_not_divisible_by_eight_replicas_stops_before_training(report
 
 
 def test_batch_size_not_divisible_by_replicas_is_one_line_before_any_work(tmp_path):
-  from albert_tf.training import trainer  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import input_distribution  # pylint: disable=g-import-not-at-top
   with pytest.raises(AlbertError, match=r"--eval_batch_size=8 is invalid: must be a multiple "
                      r"of the replicas \(3\)"):
-    trainer.check_batch_size("--eval_batch_size", 8, 3)
-  trainer.check_batch_size("--predict_batch_size", 9, 3)
+    input_distribution.check_batch_size("--eval_batch_size", 8, 3)
+  input_distribution.check_batch_size("--predict_batch_size", 9, 3)
   with pytest.raises(AlbertError, match=r"x --gradient_accumulation_steps \(2\)"):
-    trainer.check_batch_size("--train_batch_size", 6, 2, 2)
+    input_distribution.check_batch_size("--train_batch_size", 6, 2, 2)
 
 
 def test_pad_batches_fills_every_replica_with_full_masked_batches():
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import eval_padding  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import input_distribution  # pylint: disable=g-import-not-at-top
   # 7 examples in batches of 2 for 3 replicas: batches of 2, 2, 2, 1 rows become 6 batches of
   # [2, 3] (2 steps of 3 replicas), the mask 1 on exactly the 7 real rows, in order.
   ids = np.arange(21, dtype=np.int32).reshape(7, 3)
   dataset = tf.data.Dataset.from_tensor_slices(({"ids": ids}, {"y": np.arange(7.0)})).batch(2)
-  padded = eval_padding.pad_batches(dataset, 2, num_replicas=3, full_length=3)
+  padded = input_distribution.pad_batches(dataset, 2, num_replicas=3, full_length=3)
   spec = padded.element_spec
   assert spec[0]["ids"].shape.as_list() == [2, 3] and spec[2].shape.as_list() == [2]
   batches = list(padded.as_numpy_iterator())
   assert len(batches) == 6
   real = np.concatenate([b[2] for b in batches])
   assert real.tolist() == [1] * 7 + [0] * 5
-  kept = eval_padding.keep_real(
+  kept = input_distribution.keep_real(
       (np.concatenate([b[0]["ids"] for b in batches]), np.float32(3.0)), real)
   np.testing.assert_array_equal(kept[0], ids)
   assert kept[1] == 3.0  # a scalar is left as it is
   # Already a multiple of the replicas: no padding batch is added.
-  assert len(list(eval_padding.pad_batches(dataset.take(3), 2, num_replicas=3))) == 3
+  assert len(list(input_distribution.pad_batches(dataset.take(3), 2, num_replicas=3))) == 3
 
 
 def test_shard_chunks_gives_each_pipeline_its_chunks_and_the_steps_their_order():
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from albert_tf.data import eval_padding  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import input_distribution  # pylint: disable=g-import-not-at-top
   # 13 examples in batches of 2 for 2 pipelines of 2 replicas (N = 4): padded to 8 batches.
   dataset = tf.data.Dataset.from_tensor_slices(({"ids": np.arange(13)},)).batch(2)
-  padded = eval_padding.pad_batches(dataset, 2, num_replicas=4)
-  shares = [list(eval_padding.shard_chunks(padded, 2, p, 2).as_numpy_iterator())
+  padded = input_distribution.pad_batches(dataset, 2, num_replicas=4)
+  shares = [list(input_distribution.shard_chunks(padded, 2, p, 2).as_numpy_iterator())
             for p in range(2)]
   assert [len(s) for s in shares] == [4, 4]  # every pipeline runs the same 2 steps
   # Step k: pipeline 0's 2 batches then pipeline 1's, in replica order, are batches 4k..4k+3.
@@ -269,16 +276,16 @@ def test_shard_chunks_gives_each_pipeline_its_chunks_and_the_steps_their_order()
 def test_stop_flag_is_read_between_loops_on_tpu_and_in_a_whole_step():
   """On a TPU (by the one rule) and under --xla_whole_step the trainer checks the stop flag
   between loops; elsewhere the flag is read inside the step."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf.training import optimizer as optimizer_lib  # pylint: disable=g-import-not-at-top
   from albert_tf.training.trainer import Trainer  # pylint: disable=g-import-not-at-top
   task = helpers.make_toy_task()
-  flag = tf.Variable(0.0, trainable=False)
   for kwargs, in_graph in (({}, True), ({"on_tpu": True}, False),
                            ({"xla_whole_step": True}, False)):
     trainer = Trainer(task, optimizer_fn=lambda: optimizer_lib.create_optimizer(
         "adamw", 1e-3, 10, 0), **kwargs)
-    trainer._build_train_fn(8, flag)  # pylint: disable=protected-access
-    assert trainer._stop_read_in_graph is in_graph, kwargs  # pylint: disable=protected-access
+    trainer.train_loop(8)
+    assert trainer.stop_read_in_graph is in_graph, kwargs
+    # The loop of a run that reads the flag in the step holds the trainer's flag.
+    assert (trainer.stop_signals.stop_flag is not None) is in_graph, kwargs
     if kwargs.get("on_tpu"):
       assert trainer.pad_eval_batches  # padded evaluation follows the same rule

@@ -4,6 +4,7 @@ MirroredStrategy with recompute run together in a subprocess (logical CPU device
 before TensorFlow initialises)."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -42,8 +43,8 @@ def test_gradient_accumulation_equals_the_full_batch(tmp_path):
   full = _trainer(tmp_path / "full")
   accumulated = _trainer(tmp_path / "accum", gradient_accumulation_steps=4)
   # Build both, then give them the same initial weights.
-  full._ensure_built(full._train_dataset_iterator(16)[1])  # pylint: disable=protected-access
-  accumulated._ensure_built(accumulated._train_dataset_iterator(16)[1])  # pylint: disable=protected-access
+  full.build(full.inputs.training(16)[1])
+  accumulated.build(accumulated.inputs.training(16)[1])
   _same_init(accumulated, full)
   a = full.train(4, 16)
   b = accumulated.train(4, 16)
@@ -127,6 +128,26 @@ def test_evaluate_and_predict(tmp_path):
     evaluator.evaluate(10, checkpoint_path=str(tmp_path / "ckpt-3"))
 
 
+def test_another_batch_size_on_the_same_trainer_divides_by_it(tmp_path):
+  """The compiled train loop and eval step divide the loss by their batch size: a second
+  train() or evaluate() on the same Trainer with another batch size must use its own (a fresh
+  Trainer resuming the same checkpoint is the reference; the eval loss is a per-example mean)."""
+  tf_keras.utils.set_random_seed(4)
+  same = _trainer(tmp_path / "same")
+  same.train(2, 8)
+  shutil.copytree(tmp_path / "same", tmp_path / "fresh")
+  fresh = _trainer(tmp_path / "fresh")
+  # Both resume ckpt-2 and restart the input (another batch size): the same 2 steps of 16.
+  again, reference = same.train(4, 16), fresh.train(4, 16)
+  np.testing.assert_allclose(again["loss"], reference["loss"], rtol=1e-5)
+  for x, y in zip(_weights(same), _weights(fresh)):
+    np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+  small, large = same.evaluate(8), same.evaluate(32)
+  assert small["num_examples"] == large["num_examples"] == 64
+  np.testing.assert_allclose(large["loss"], small["loss"], rtol=1e-5)
+  np.testing.assert_allclose(large["loss"], fresh.evaluate(32)["loss"], rtol=1e-5)
+
+
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_mixed_precision_trains_with_float32_variables(tmp_path, precision,
                                                        restore_precision_policy):
@@ -144,8 +165,8 @@ def test_jit_compile_matches_graph_mode(tmp_path):
   tf_keras.utils.set_random_seed(4)
   graph = _trainer(tmp_path / "graph")
   xla = _trainer(tmp_path / "xla", jit_compile=True)
-  graph._ensure_built(graph._train_dataset_iterator(8)[1])  # pylint: disable=protected-access
-  xla._ensure_built(xla._train_dataset_iterator(8)[1])  # pylint: disable=protected-access
+  graph.build(graph.inputs.training(8)[1])
+  xla.build(xla.inputs.training(8)[1])
   _same_init(xla, graph)
   graph.train(2, 8)
   xla.train(2, 8)

@@ -180,26 +180,16 @@ class _ProcessChunk(_Worker):
 
   def process(self, chunk, num_documents):
     options = self._options
-    counters = creation._new_counters()  # pylint: disable=protected-access
-    counters["empty_documents"] += chunk.empty_documents
+    stats, counters = instances_lib.InstanceStats(), creation.new_counters()
     try:
       encoded = self._encoder.encode_lines(chunk, counters)
     except AlbertError as e:  # (ScanFile found --invalid_utf8=stop's errors already)
       _fail(str(e))
-    documents, numbers = self._encoder.encode_chunk(chunk, counters, encoded)
-    stats = instances_lib.InstanceStats()
-    stats.documents = len(documents)
-    stats.sentences = sum(len(d) for d in documents)
     if options.random_next_sentence:
       for source in creation.source_documents(chunk, encoded):
         yield beam.pvalue.TaggedOutput("sources", source)
-    for dupe in range(options.dupe_factor):
-      pass_stats = instances_lib.InstanceStats()
-      plans = creation.pass_plans(documents, numbers, dupe, num_documents, options, self._seed,
-                                  pass_stats)
-      if dupe > 0:  # document-level counts once per chunk (as the local tool)
-        pass_stats.short_documents = 0
-      stats.merge(pass_stats)
+    for dupe, plans in creation.chunk_passes(chunk, self._encoder, options, self._seed,
+                                             num_documents, stats, counters, encoded):
       batch = (chunk.index, dupe)
       if not options.random_next_sentence:
         yield batch, self._records(plans, batch)
@@ -375,7 +365,7 @@ def _metrics(result):
 
 
 def _report(metrics, input_file_count, seconds, output_counts):
-  """The local tool's report dict (creation.format_report prints it) from the run's metrics."""
+  """The local tool's report dict (creation.run_report) from the run's metrics."""
   stats = instances_lib.InstanceStats()
   for name in stats.FIELDS:
     setattr(stats, name, metrics.get(name, 0))
@@ -383,19 +373,9 @@ def _report(metrics, input_file_count, seconds, output_counts):
     for key, value in metrics.items():
       if key.startswith(kind + "_"):
         getattr(stats, kind)[int(key[len(kind) + 1:])] = value
-  report = stats.to_dict()
-  input_bytes = metrics.get("input_bytes", 0)
-  report.update({
-      "empty_documents": metrics.get("empty_documents", 0),
-      "invalid_utf8_lines": metrics.get("invalid_utf8_lines", 0),
-      "input_files": input_file_count, "input_bytes": input_bytes, "seconds": seconds,
-      "mb_per_second": input_bytes / 1e6 / max(seconds, 1e-9),
-      "instances_per_second": stats.instances / max(seconds, 1e-9),
-      "output_files": output_counts,
-      "mean_masked_fraction": stats.masked / max(stats.tokens, 1),
-      "swapped_fraction": stats.swapped / max(stats.instances, 1),
-  })
-  return report
+  counters = {name: metrics.get(name, 0) for name in creation.new_counters()}
+  return creation.run_report(stats, counters, input_file_count, metrics.get("input_bytes", 0),
+                             seconds, output_counts)
 
 
 def create_pretraining_data(input_file, output_file, beam_args=(), spm_model_file=None,

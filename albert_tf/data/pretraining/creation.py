@@ -98,7 +98,7 @@ class DocumentEncoder:
       self._unk_id = sp.unk_id()
       self._split_ids = {}
       for i, piece in enumerate(pieces):
-        split = tokenization._split_digit_comma(sp, piece)  # pylint: disable=protected-access
+        split = tokenization.split_digit_comma(sp, piece)
         if split is not None and not sp.IsControl(i) and not sp.IsUnknown(i):
           self._split_ids[i] = [sp.PieceToId(p) for p in split]
       special = [i for i in range(len(pieces)) if sp.IsControl(i) or sp.IsUnknown(i)]
@@ -309,36 +309,51 @@ def index_documents(files, chunk_bytes, progress_stream=None):
 # ----------------------------------------------------------------------------- processing
 
 
-def _new_counters():
+def new_counters():
+  """The bad-input counters a run adds up beside its InstanceStats."""
   return {"empty_documents": 0, "invalid_utf8_lines": 0}
+
+
+def chunk_passes(chunk, encoder, options, random_seed, num_documents, stats, counters,
+                 encoded_lines=None):
+  """The one per-chunk loop of both runners: encodes the chunk's documents once, then yields
+  (pass index, PairPlans) for each of the dupe_factor passes. An NSP negative's B is only named
+  in its plan (RandomB): the caller fetches it (`instances.fetch_random_b`) before
+  `pass_records`.
+
+  num_documents: how many documents NSP negatives draw from (the whole input; 0 in SOP mode).
+  stats, counters: an InstanceStats and `new_counters()` the chunk's counts are added to.
+  encoded_lines: DocumentEncoder.encode_lines' result, if already made.
+  """
+  counters["empty_documents"] += chunk.empty_documents
+  documents, numbers = encoder.encode_chunk(chunk, counters, encoded_lines)
+  stats.documents += len(documents)
+  stats.sentences += sum(len(d) for d in documents)
+  for dupe in range(options.dupe_factor):
+    pass_stats = instances_lib.InstanceStats()
+    plans = pass_plans(documents, numbers, dupe, num_documents, options, random_seed, pass_stats)
+    if dupe > 0:  # document-level counts once per chunk, instance counts every pass
+      pass_stats.short_documents = 0
+    stats.merge(pass_stats)
+    yield dupe, plans
 
 
 def process_chunk(chunk, encoder, serializer, options, random_seed, random_documents=None):
   """Yields (pass index, list of serialized examples) for every pass, then a final
-  ("done", InstanceStats, counters).
+  ("done", InstanceStats, counters): `chunk_passes` with B fetched at once.
 
   random_documents: the source NSP negatives draw B from (document_index.IndexedDocuments: the
   whole input); None in SOP mode.
   """
-  counters = _new_counters()
-  counters["empty_documents"] += chunk.empty_documents
-  documents, numbers = encoder.encode_chunk(chunk, counters)
+  stats, counters = instances_lib.InstanceStats(), new_counters()
   num_documents = len(random_documents) if random_documents is not None else 0
-  stats = instances_lib.InstanceStats()
-  stats.documents = len(documents)
-  stats.sentences = sum(len(d) for d in documents)
-  for dupe in range(options.dupe_factor):
-    pass_stats = instances_lib.InstanceStats()
-    plans = pass_plans(documents, numbers, dupe, num_documents, options, random_seed, pass_stats)
+  for dupe, plans in chunk_passes(chunk, encoder, options, random_seed, num_documents, stats,
+                                  counters):
     for plan in plans:
       if plan.random_b is not None:
         plan.tokens_b = instances_lib.fetch_random_b(random_documents, plan.random_b)
-    records = pass_records(plans, chunk.index, dupe, options, encoder.vocab_info, serializer,
-                           random_seed, pass_stats)
-    if dupe > 0:  # document-level counts once per chunk, instance counts every pass
-      pass_stats.short_documents = 0
-    stats.merge(pass_stats)
-    yield dupe, records
+    yield dupe, pass_records(plans, chunk.index, dupe, options, encoder.vocab_info, serializer,
+                             random_seed, stats)
   yield "done", stats, counters
 
 
@@ -727,7 +742,7 @@ def create_pretraining_data(input_file,
   progress = _Progress(total_bytes, progress_stream, show_progress)
 
   stats = instances_lib.InstanceStats()
-  counters = _new_counters()
+  counters = new_counters()
   messages = shutdown = writer = None
   try:
     if num_workers <= 1:
@@ -750,21 +765,24 @@ def create_pretraining_data(input_file,
     if shutdown is not None:
       shutdown()
   progress.update(force=True)
-  return _report(stats, counters, len(files), progress,
-                 dict(zip(output_files, writer.counts)))
+  return run_report(stats, counters, len(files), progress.bytes_done,
+                    time.time() - progress.start, dict(zip(output_files, writer.counts)))
 
 
-def _report(stats, counters, num_input_files, progress, output_counts):
-  """The run's statistics (the dict create_pretraining_data returns)."""
-  elapsed = time.time() - progress.start
+def run_report(stats, counters, num_input_files, input_bytes, seconds, output_counts):
+  """A run's statistics, the dict both runners return (`format_report` prints it).
+
+  stats: the run's InstanceStats; counters: `new_counters()`'s, added up; output_counts:
+  {output file: records}.
+  """
   report = stats.to_dict()
   report.update(counters)
   report.update({
       "input_files": num_input_files,
-      "input_bytes": progress.bytes_done,
-      "seconds": elapsed,
-      "mb_per_second": progress.bytes_done / 1e6 / max(elapsed, 1e-9),
-      "instances_per_second": stats.instances / max(elapsed, 1e-9),
+      "input_bytes": input_bytes,
+      "seconds": seconds,
+      "mb_per_second": input_bytes / 1e6 / max(seconds, 1e-9),
+      "instances_per_second": stats.instances / max(seconds, 1e-9),
       "output_files": output_counts,
       "mean_masked_fraction": stats.masked / max(stats.tokens, 1),
       "swapped_fraction": stats.swapped / max(stats.instances, 1),

@@ -97,7 +97,7 @@ def test_the_index_numbers_documents_as_the_chunks_do(tmp_path):
   source = document_index.IndexedDocuments(index, encoder, lambda path: open(path, "rb"))
   seen = []
   for chunk in creation.iter_chunks(files, chunk_bytes):
-    documents, numbers = encoder.encode_chunk(chunk, creation._new_counters())  # pylint: disable=protected-access
+    documents, numbers = encoder.encode_chunk(chunk, creation.new_counters())
     for document, number in zip(documents, numbers):
       assert source.sentence_count(number) == len(document)
       assert list(source.sentences(number, 0)) == document

@@ -5,8 +5,8 @@ A ram:// filesystem lives only as long as its process, so each test hands one pl
 tests/helpers/on_ram.py: the inputs are copied to ram://, the scripts run one after another in
 that process (the same run once with local paths and once with ram:// paths where the outputs
 are compared), and the ram:// outputs are copied out for the comparisons here. The driver runs in
-an empty working directory with its own TMPDIR; afterwards the working directory must still be
-empty: nothing went to the local disk but temporaries.
+an empty working directory with its own TMPDIR and HOME; afterwards both must still be empty:
+nothing went to the local disk but temporaries.
 
 Where ram:// and Cloud Storage differ (fileio's docstring lists it), the code takes the path that
 is right on both; nothing here depends on a ram:// quirk.
@@ -33,20 +33,24 @@ def run_plan(tmp_path, name, inputs=(), runs=(), collect=(), listing=(), timeout
   plan_dir = tmp_path / f"{name}_plan"
   work = tmp_path / f"{name}_cwd"
   temp = tmp_path / f"{name}_tmp"
-  for directory in (plan_dir, work, temp):
+  home = tmp_path / f"{name}_home"
+  for directory in (plan_dir, work, temp, home):
     directory.mkdir()
   plan = plan_dir / "plan.json"
   plan.write_text(json.dumps({"inputs": [[str(a), b] for a, b in inputs], "runs": list(runs),
                               "collect": [[a, str(b)] for a, b in collect],
                               "list": list(listing), "logical_devices": logical_devices}))
-  env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(temp), CUDA_VISIBLE_DEVICES="")
+  env = dict(os.environ, PYTHONPATH=REPO, TMPDIR=str(temp), HOME=str(home),
+             CUDA_VISIBLE_DEVICES="")
   env.pop("TF_CPP_MIN_LOG_LEVEL", None)
   proc = subprocess.run([sys.executable, "-m", "tests.helpers.on_ram", str(plan)], cwd=str(work),
                         env=dict(env, PYTHONPATH=f"{REPO}"), capture_output=True, text=True,
                         timeout=timeout, check=False)
   assert proc.returncode == 0, proc.stderr[-4000:]
-  # Nothing was written to the local disk outside the temporaries and the collect targets.
+  # Nothing was written to the local disk outside the temporaries and the collect targets:
+  # not in the working directory, not in the home directory.
   assert os.listdir(work) == [], os.listdir(work)
+  assert os.listdir(home) == [], os.listdir(home)
   result = json.loads((plan_dir / "plan.json.result.json").read_text())
   return {run["name"]: run for run in result["runs"]}, result["listing"]
 

@@ -418,3 +418,23 @@ def test_object_store_holder_whose_lock_was_taken_is_refused_at_its_next_write(m
   assert capsys.readouterr().err == ""  # the error says it all: no second warning
   # Released: no check is left behind for this process's later writes.
   fileio.write_text(result, "a later run")
+
+
+def test_object_store_holder_whose_lock_was_taken_saves_no_checkpoint(monkeypatch):
+  """The same marker at a training checkpoint save: nothing of ckpt-<step> (neither the input
+  position nor the model) is written once another run holds the directory."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(output_lock, "OBJECT_STORE_SETTLE_SECONDS", 0.05)
+  out = f"ram://{uuid.uuid4().hex}/out"
+  checkpoint = tf.train.Checkpoint(weights=tf.Variable([1.0, 2.0]))
+  with pytest.raises(AlbertError, match="no longer holds its lock"):
+    with output_lock.hold(out):
+      saves = checkpointing.TrainingCheckpoints(out, checkpoint, {"batch": 1})
+      saves.restore(lambda: 0)
+      assert saves.save(1) == f"{out}/ckpt-1"  # still ours: saved
+      _write_lock(_lock_file(out), host="h2", boot_id="b2", pid=77)
+      saves.save(2)
+  names = [name for _, _, files in fileio.walk(out) for name in files]
+  assert any(name.startswith("ckpt-1") for name in names)
+  assert not any(name.startswith("ckpt-2") for name in names), names

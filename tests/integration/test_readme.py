@@ -203,8 +203,9 @@ RULES = [
          # and ETA"
          output=r"step 2/2 \| loss [\d.]+ .*\| masked_lm_accuracy [\d.]+ .*\| "
          r"sentence_order_accuracy [\d.]+ .*\| learning_rate [\d.e-]+ .*examples/s \| ETA ",
+         # 30k-clean.model: the records' SentencePiece model, found from their .vocab.json.
          produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index",
-                   "pretrain/**/events.out.tfevents.*"],
+                   "pretrain/**/events.out.tfevents.*", "pretrain/30k-clean.model"],
          contents={"pretrain/eval_results.txt": [
              rf"^{key} = " for key in ("global_step", "loss", "masked_lm_accuracy",
                                        "masked_lm_loss", "sentence_order_accuracy",

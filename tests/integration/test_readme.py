@@ -163,6 +163,14 @@ RULES = [
          marked="minutes to hours on 2 cores, in its own venv (bench/peers/requirements.txt)"),
     Rule("pytest", r"^\.venv/bin/python -m pytest ", marked="the suite itself (`make test`)"),
     Rule("activate", r"^source \.venv/bin/activate$"),
+    Rule("cuda_install", r'^pip install "tensorflow\[and-cuda\]~=2\.20\.0"$',
+         marked="replaces the venv's TensorFlow with the CUDA build (gigabytes of CUDA wheels) "
+         "for a GPU the test machines do not have"),
+    # The device check: the test machines have no GPU (and the harness hides any), so `[]`;
+    # a bare `python -c` shows TensorFlow's own log lines (there, why no GPU is used).
+    Rule("gpu_device_check", r"^python -c \"import tensorflow as tf; "
+         r"print\(tf\.config\.list_physical_devices\('GPU'\)\)\"$", stdout=r"^\[\]\n$",
+         quiet=False),
     Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",
          marked="downloads the official tarball (tests run offline; albert_base/ stands in for "
          "what it unpacks)"),

@@ -292,6 +292,12 @@ RULES = [
          "logical CPU devices)"),
     Rule("tf_serving", r"^tensorflow_model_server ",
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
+    Rule("tf_serving_apt", r"^(echo \"deb \[arch=amd64\] http://storage\.googleapis\.com/"
+         r"tensorflow-serving-apt stable |curl -fsSL https://storage\.googleapis\.com/"
+         r"tensorflow-serving-apt/|sudo apt-get update && sudo apt-get install "
+         r"tensorflow-model-server$)",
+         marked="installs a system package with sudo from the network (tests run offline, as "
+         "a user)"),
     Rule("docker_serving", r"^docker run .* tensorflow/serving$",
          marked="no Docker on a test machine (query_savedmodel queries the export)"),
     Rule("curl", r"^curl .*localhost:8501",

@@ -178,10 +178,12 @@ RULES = [
          "(albert_base/ is its stand-in)"),
     Rule("script_help", r"^python run_classifier\.py --helpfull \| grep -A2 -- --export_precision$",
          stdout=r"--export_precision: <fp32\|bf16\|auto>"),
-    Rule("lowercase_corpus", r"^mkdir -p vocab && awk '\{ print tolower\(\$0\) \}' corpus/\*\.txt",
-         produces=["vocab/corpus.txt"], contents={"vocab/corpus.txt": [r"^[^A-Z]*$"]}),
+    # The corpus through the records' normalisation: lower-cased pieces only (the stand-in
+    # corpus has capitals).
     Rule("train_spm", r"^python -m albert_tf\.cli\.train_spm .*--model_prefix=vocab/30k-clean",
-         after=["lowercase_corpus"], produces=["vocab/30k-clean.model", "vocab/30k-clean.vocab"]),
+         produces=["vocab/30k-clean.model", "vocab/30k-clean.vocab"],
+         contents={"vocab/30k-clean.vocab": [
+             r"\A(?:(?:\[CLS\]|\[SEP\]|\[MASK\]|[^A-Z\t\n]*)\t[^\n]*\n)*\Z"]}),
     Rule("pretrainer_snippet", r'load_tf1_checkpoint\(model, "albert_base/model\.ckpt-best"\)',
          produces=["out/model.ckpt.index"], stdout=(
              # the README's shape comments at the tiny size: [batch, seq_len, hidden],

@@ -294,6 +294,15 @@ RULES = [
          "logical CPU devices)"),
     Rule("tf_serving", r"^tensorflow_model_server ",
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
+    # docs/fine_tuning.md, the SQuAD and RACE data: tests/helpers/readme.py builds stand-ins in
+    # their layouts (the SQuAD JSON files, RACE/<split>/<level>/).
+    Rule("squad_download", r"^curl -LO https://rajpurkar\.github\.io/SQuAD-explorer/dataset/"
+         r"(train|dev)-v(1\.1|2\.0)\.json$",
+         marked="downloads from the SQuAD site (tests run offline on stand-ins in its format)"),
+    Rule("race_download", r"^(curl -LO https://www\.cs\.cmu\.edu/~glai1/data/race/RACE\.tar\.gz"
+         r"|tar -xzf RACE\.tar\.gz)$",
+         marked="downloads and unpacks RACE from CMU (tests run offline on stand-ins in its "
+         "layout)"),
     Rule("tf_serving_apt", r"^(echo \"deb \[arch=amd64\] http://storage\.googleapis\.com/"
          r"tensorflow-serving-apt stable |curl -fsSL https://storage\.googleapis\.com/"
          r"tensorflow-serving-apt/|sudo apt-get update && sudo apt-get install "

@@ -362,7 +362,9 @@ RULES = [
     # docs/data_at_scale.md: the Beam DirectRunner and the local tool write the same bytes.
     Rule("beam_direct_runner", r"^python create_pretraining_data\.py .*"
          r"--output_file=pretrain_beam/train .*--runner=DirectRunner",
-         produces=[f"pretrain_beam/train-0000{i}-of-00004" for i in range(4)]),
+         # (train.vocab.json: the vocabulary record, written on Beam too)
+         produces=[f"pretrain_beam/train-0000{i}-of-00004" for i in range(4)] +
+         ["pretrain_beam/train.vocab.json"]),
     Rule("beam_local_twin", r"^python create_pretraining_data\.py .*"
          r"--output_file=pretrain_local/train ",
          produces=[f"pretrain_local/train-0000{i}-of-00004" for i in range(4)]),

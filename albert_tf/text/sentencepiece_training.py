@@ -62,9 +62,14 @@ def records_normalisation(do_lower_case):
 
 def _write_preprocessed(path, local, preprocess):
   """`path` (local or a URL), each line through `preprocess`, into the local file `local`."""
-  with fileio.open_file(path, "r") as source, open(local, "w", encoding="utf-8") as target:
-    for line in source:
-      target.write(preprocess(line.rstrip("\n")) + "\n")
+  with fileio.open_file(path, "rb") as source, fileio.open_file(local, "w") as target:
+    for number, line in enumerate(source, start=1):
+      try:
+        text = line.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise AlbertError(f"{path}: line {number} is not UTF-8 ({e.reason} at byte {e.start}): "
+                          "expected UTF-8 text") from None
+      target.write(preprocess(text.rstrip("\r\n")) + "\n")
 
 
 def train_sentencepiece(input_files,

@@ -94,3 +94,13 @@ def test_command_globs_normalises_and_warns_of_fewer_pieces(tmp_path):
                                  f"({len(pieces)} pieces)")
   model = spm.SentencePieceProcessor(model_file=str(tmp_path / "vocab" / "spm.model"))
   assert model.get_piece_size() == len(pieces)
+
+
+def test_preprocessed_input_that_is_not_utf8_is_one_line(tmp_path):
+  from albert_tf.text.sentencepiece_training import records_normalisation  # pylint: disable=g-import-not-at-top
+  corpus = tmp_path / "c.txt"
+  corpus.write_bytes(b"good line\nbad \xff line\n")
+  with pytest.raises(AlbertError, match=rf"^{corpus}: line 2 is not UTF-8 \(invalid start byte "
+                     r"at byte 4\): expected UTF-8 text$"):
+    train_sentencepiece(str(corpus), str(tmp_path / "m"), vocab_size=50,
+                        preprocess=records_normalisation(True))

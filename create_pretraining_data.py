@@ -8,7 +8,8 @@ Same flags, defaults and output format as the official ALBERT create_pretraining
 Input: one sentence per line, a blank line between documents. Additions: --num_workers,
 --chunk_mb, --invalid_utf8, --output_shards, and --runner (Apache Beam, with Beam's pipeline
 options after it: docs/data_at_scale.md). The output depends only on the inputs, the flags and
---random_seed.
+--random_seed. Beside the output, `<output_file>.vocab.json` records which vocabulary made it
+(run_pretraining.py checks it: albert_tf/data/pretraining/vocab_record.py).
 """
 
 from albert_tf.common import console  # first: quiets TensorFlow before anything imports it
@@ -23,6 +24,7 @@ from absl import flags
 from albert_tf.cli import command
 from albert_tf.cli import pretraining_flags
 from albert_tf.data.pretraining import creation as pretraining_data_creation
+from albert_tf.data.pretraining import vocab_record
 from albert_tf.errors import AlbertError
 from albert_tf.training.preemption import StopSignals
 
@@ -102,6 +104,12 @@ def main(argv):
         num_workers=FLAGS.num_workers, show_progress=FLAGS.progress, **common)
   for line in pretraining_data_creation.format_report(report):
     print(line, file=sys.stderr)
+  # Beside the records, which vocabulary made them: run_pretraining.py checks and uses it.
+  for path in vocab_record.write(
+      pretraining_data_creation.output_paths(FLAGS.output_file, FLAGS.output_shards),
+      spm_model_file=FLAGS.spm_model_file, vocab_file=FLAGS.vocab_file,
+      do_lower_case=FLAGS.do_lower_case):
+    print(f"vocabulary record: {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

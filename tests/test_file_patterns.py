@@ -63,3 +63,13 @@ def test_patterns_on_ram_match_files_only(files):
       f"{remote}/{name}" for name in ("c.dat", "a.txt", "b.txt")]
   with pytest.raises(AlbertError, match=r"^--input_file: no file matches 'ram://.*/sub\.txt'$"):
     file_patterns.expand(f"{remote}/sub.txt")
+
+
+def test_a_glob_never_reads_a_vocabulary_record(tmp_path):
+  """create_pretraining_data.py's <output>.vocab.json sits beside the records: `out/*` reads the
+  records alone; named outright, the record is a file like any other."""
+  for name in ("train.tfrecord", "train.tfrecord.vocab.json", "shard.vocab.json"):
+    (tmp_path / name).write_text("x")
+  assert file_patterns.expand(str(tmp_path / "*")) == [str(tmp_path / "train.tfrecord")]
+  named = str(tmp_path / "shard.vocab.json")
+  assert file_patterns.expand(named) == [named]

@@ -30,6 +30,9 @@ _GFILE_CALLS = {"isdir", "exists"}
 ALLOWED = {
     "albert_tf/common/cpu.py:cpu_info":
         "reads /proc/cpuinfo of this machine (a test passes a local copy)",
+    "albert_tf/training/gpu_check.py":
+        "reads /proc/driver/nvidia and finds nvidia-smi (shutil.which) on this machine, never a "
+        "user's path (a test passes local stand-ins)",
     "albert_tf/data/pretraining/creation.py:private_memory_mb":
         "reads /proc/self/smaps_rollup: this process's own memory",
     "albert_tf/tools/docstring_corpus.py:_iter_python_files":

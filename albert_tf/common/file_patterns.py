@@ -8,6 +8,8 @@ its failures named before any work:
     expanded and, as in a shell, no `*` or `?` matching a name's leading dot (so a hidden
     temporary or .DS_Store is never read as data); gs:// and other scheme:// ones by
     tf.io.gfile.glob (`fileio.glob_paths`);
+  - a glob never matches a vocabulary record (`*.vocab.json`, which create_pretraining_data.py
+    writes beside its records), so `out/*` reads the records alone;
   - each pattern matches at least one file (a local directory is not one);
   - a pattern's matches are sorted, the patterns keep their order, and a file that several
     patterns match is read once, at its first place;
@@ -20,6 +22,9 @@ import os
 from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 
+# The vocabulary record beside pretraining records (albert_tf/data/pretraining/vocab_record.py).
+VOCAB_RECORD_SUFFIX = ".vocab.json"
+
 
 def expand(value, flag="--input_file"):
   """The files the comma-separated patterns `value` of `flag` name (see the module's rule)."""
@@ -28,7 +33,8 @@ def expand(value, flag="--input_file"):
     raise AlbertError(f"{flag} is empty: expected one or more comma-separated files or globs")
   files = {}  # (insertion-ordered: a file matched again keeps its first place)
   for pattern in patterns:
-    matches = [path for path in fileio.glob_paths(pattern) if fileio.isfile(path)]
+    matches = [path for path in fileio.glob_paths(pattern) if fileio.isfile(path)
+               and (path == pattern or not path.endswith(VOCAB_RECORD_SUFFIX))]
     if not matches:
       raise AlbertError(f"{flag}: no file matches {pattern!r}")
     files.update(dict.fromkeys(matches))

@@ -3,18 +3,22 @@
 import dataclasses
 from typing import Optional
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.common import file_patterns
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining import dataset as pretraining_dataset
 from albert_tf.data.pretraining import online_masking
+from albert_tf.data.pretraining import vocab_record
 from albert_tf.errors import AlbertError
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.tasks.base import Task
+from albert_tf.text import tokenization
 
 FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 # The keys of the official eval_results.txt.
@@ -72,6 +76,15 @@ class PretrainingConfig:
     if self.masked_lm_budget < 0:
       raise AlbertError(f"--masked_lm_budget={self.masked_lm_budget} is invalid: expected >= 0 "
                         "(0: the records' own masks)")
+
+
+def _existing_files(patterns):
+  """The files the comma-separated patterns match, else none (reading the records names a
+  pattern that matches nothing, later and as every run does)."""
+  try:
+    return file_patterns.expand(patterns)
+  except AlbertError:
+    return []
 
 
 def masked_lm_example_loss(mlm_logits, masked_lm_ids):
@@ -143,11 +156,28 @@ class PretrainingTask(Task):
   eval_result_keys = EVAL_KEYS
 
   def __init__(self, params: PretrainingConfig):
-    """Raises AlbertError when spm_model_file has more pieces than the config's vocab_size."""
+    """Reads the records' vocabulary record (data/pretraining/vocab_record.py), if any: without
+    spm_model_file, the SentencePiece model it names becomes the run's.
+
+    Raises:
+      AlbertError: spm_model_file has more pieces than the config's vocab_size, or other pieces
+        than the records' vocabulary.
+    """
     self.params = params
+    self.records_vocabulary = vocab_record.read(_existing_files(params.input_file))
+    if self.records_vocabulary and not params.spm_model_file:
+      params.spm_model_file = vocab_record.usable_model(self.records_vocabulary)
+      if params.spm_model_file:
+        logging.info("SentencePiece model of the records (%s): %s", self.records_vocabulary[0],
+                     params.spm_model_file)
     if params.spm_model_file:
       checkpoint_init.check_init_vocabulary(params.albert_config,
                                             spm_model_file=params.spm_model_file)
+      if self.records_vocabulary:
+        vocab_record.check_tokenizer(
+            self.records_vocabulary,
+            tokenization.FullTokenizer(spm_model_file=params.spm_model_file),
+            f"--spm_model_file={params.spm_model_file}")
 
   def build_model(self):
     return AlbertPretrainer(self.params.albert_config)
@@ -165,8 +195,20 @@ class PretrainingTask(Task):
       checkpoint_init.check_init_vocabulary(self.params.albert_config,
                                             self.params.init_checkpoint,
                                             self.params.spm_model_file)
+      if self.records_vocabulary and not self.params.spm_model_file:
+        self._check_records_against_checkpoint()
       checkpoint_init.init_from_checkpoint(model, self.params.init_checkpoint,
                                            init_from_group0=self.params.init_from_group0)
+
+  def _check_records_against_checkpoint(self):
+    """The records' vocabulary record against init_checkpoint's own SentencePiece model, when
+    the model the record names is gone (records copied to another machine)."""
+    source = formats.detect(self.params.init_checkpoint, "--init_checkpoint")
+    own = source.spm_model_file()
+    if own:
+      vocab_record.check_tokenizer(self.records_vocabulary,
+                                   tokenization.FullTokenizer(spm_model_file=own),
+                                   f"{own} (the SentencePiece model of {source.path})")
 
   def initial_step(self):
     """0, or with init_checkpoint_schedule "continue" the init checkpoint's global step."""

@@ -17,6 +17,7 @@ from sentencepiece import sentencepiece_model_pb2
 
 from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
+from albert_tf.text import tokenization
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 # The official README's --user_defined_symbols: always kept as single pieces (ids 5..).
@@ -50,6 +51,27 @@ def _checked_input_files(input_files):
   return input_files
 
 
+def records_normalisation(do_lower_case):
+  """line -> line as create_pretraining_data.py normalises text before SentencePiece
+  (tokenization.preprocess_text: whitespace collapsed, accents stripped; lower-cased when
+  do_lower_case), so that the vocabulary is trained on the text the records tokenize."""
+  def normalise(line):
+    return tokenization.preprocess_text(line, lower=do_lower_case)
+  return normalise
+
+
+def _write_preprocessed(path, local, preprocess):
+  """`path` (local or a URL), each line through `preprocess`, into the local file `local`."""
+  with fileio.open_file(path, "rb") as source, fileio.open_file(local, "w") as target:
+    for number, line in enumerate(source, start=1):
+      try:
+        text = line.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise AlbertError(f"{path}: line {number} is not UTF-8 ({e.reason} at byte {e.start}): "
+                          "expected UTF-8 text") from None
+      target.write(preprocess(text.rstrip("\r\n")) + "\n")
+
+
 def train_sentencepiece(input_files,
                         model_prefix,
                         vocab_size=30000,
@@ -62,7 +84,8 @@ def train_sentencepiece(input_files,
                         num_threads=1,
                         seed=12345,
                         max_sentence_length=8192,
-                        extra_flags=None):
+                        extra_flags=None,
+                        preprocess=None):
   """Trains a SentencePiece model with the official ALBERT flags and returns the .model path.
 
   Args:
@@ -85,6 +108,8 @@ def train_sentencepiece(input_files,
     seed: SentencePiece's random generator seed, so the same corpus gives the same model.
     max_sentence_length: longest line (bytes) used for training; longer lines are skipped.
     extra_flags: optional dict of further `spm_train` flags (name -> value).
+    preprocess: optional function applied to every line (str, no newline) before training, e.g.
+      the records' normalisation `tokenization.preprocess_text` (see `records_normalisation`).
 
   Returns:
     The path of the written `.model` file.
@@ -119,8 +144,11 @@ def train_sentencepiece(input_files,
   with tempfile.TemporaryDirectory(prefix="albert_tf_spm_") as local_dir:
     local_inputs = []
     for i, path in enumerate(input_files):
-      if not fileio.is_local(path):  # SentencePiece opens its inputs itself
-        local = os.path.join(local_dir, f"input-{i}.txt")
+      local = os.path.join(local_dir, f"input-{i}.txt")
+      if preprocess is not None:
+        _write_preprocessed(path, local, preprocess)
+        path = local
+      elif not fileio.is_local(path):  # SentencePiece opens its inputs itself
         fileio.copy(path, local)
         path = local
       local_inputs.append(path)
@@ -144,3 +172,10 @@ def train_sentencepiece(input_files,
     fileio.write_bytes(model_prefix + ".vocab", fileio.read_bytes(temp + ".vocab"))
     fileio.write_bytes(model_path, proto.SerializeToString())
   return model_path
+
+
+def pieces_of(model_file):
+  """The number of pieces of a SentencePiece model file (local or a URL)."""
+  processor = spm.SentencePieceProcessor()
+  processor.LoadFromSerializedProto(fileio.read_bytes(model_file))
+  return processor.GetPieceSize()

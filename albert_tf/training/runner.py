@@ -27,6 +27,7 @@ from albert_tf.errors import AlbertError, NotFiniteError, StopRequested
 from albert_tf.export.tflite import write_tflite
 from albert_tf.training import checkpointing
 from albert_tf.training import cluster
+from albert_tf.training import gpu_check
 from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training import output_lock
 from albert_tf.training import preemption
@@ -152,6 +153,7 @@ def run(task, run_config, runtime=None):
   fileio.makedirs(cfg.output_dir)
   strategy = strategy_lib.make_strategy(runtime)
   logging.info("%s", devices_line(strategy))
+  gpu_check.warn_if_gpu_unused()
   _check_batch_sizes(cfg, runtime, strategy)
   if strategy_lib.num_workers(strategy) <= 1:
     return _run_locked(task, cfg, runtime, strategy)

@@ -13,9 +13,12 @@ from zero slots, holds m = 0.1 g and v = 0.001 g², so v = 0.1 m² element by el
 carried over from the checkpoint (all 7.0 in the TF2 source below) breaks that.
 """
 
+import hashlib
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -23,6 +26,7 @@ import tensorflow as tf
 
 from tests.helpers import training as helpers
 from tests.helpers import text as text_helpers
+from tests.helpers.paths import REPO
 from tests.helpers.scripts import describe
 from tests.helpers.tiny_config import tiny_albert_config, write_tiny_config
 
@@ -273,3 +277,79 @@ def test_schedule_opt_in_errors(sources, tmp_path, capsys):
                      rf"at step {SOURCE_STEP}, not below the 3 training steps: nothing to train"):
     _run_in_process(sources, tmp_path / "short", 3, capsys, init_checkpoint=sources["ours"],
                     init_checkpoint_schedule="continue")
+
+
+def _create_records(tmp, spm_model, output_prefix):
+  """create_pretraining_data.py (the real script) -> 2 shards `<prefix>-*` and
+  `<prefix>.vocab.json`; returns the glob of the shards."""
+  corpus = text_helpers.write_tiny_corpus(os.path.join(tmp, "records_corpus.txt"), repeats=1,
+                                          docstring_bytes=15_000)
+  done = subprocess.run(
+      [sys.executable, os.path.join(REPO, "create_pretraining_data.py"),
+       f"--input_file={corpus}", f"--output_file={output_prefix}", "--output_shards=2",
+       f"--spm_model_file={spm_model}", f"--max_seq_length={helpers.TINY_SEQ}",
+       f"--max_predictions_per_seq={helpers.TINY_PREDS}", "--dupe_factor=1",
+       "--num_workers=1", "--noprogress"],
+      capture_output=True, text=True, env=helpers.subprocess_env(), timeout=180)
+  assert done.returncode == 0, describe(done)
+  assert f"vocabulary record: {output_prefix}.vocab.json" in done.stderr
+  return f"{output_prefix}-*"
+
+
+def test_records_carry_their_vocabulary(sources, tmp_path):
+  """create_pretraining_data.py writes which SentencePiece model made the records; a run on them
+  uses it (no --spm_model_file needed) and stops with one line when --init_checkpoint or
+  --spm_model_file has other pieces, also once the model itself is gone."""
+  import json  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import AlbertError  # pylint: disable=g-import-not-at-top
+  other = _other_spm(str(tmp_path), VOCAB)  # 400 pieces, not those of the official checkpoint
+  records = _create_records(str(tmp_path), other, str(tmp_path / "other" / "train"))
+  with open(tmp_path / "other" / "train.vocab.json", encoding="utf-8") as f:
+    record = json.load(f)
+  with open(other, "rb") as f:
+    assert record["sha1"] == hashlib.sha1(f.read()).hexdigest()
+  assert (record["kind"], record["path"], record["pieces"]) == ("sentencepiece", other, VOCAB)
+
+  # The README's continued pretraining, without --spm_model_file: one line, exit 2.
+  result = helpers.run_pretraining(_flags(dict(sources, records=records), tmp_path / "out", 1,
+                                          init_checkpoint=sources["official"]))
+  own = os.path.join(os.path.dirname(sources["official"]), "30k-clean.model")
+  assert result.returncode == 2, describe(result)
+  assert result.stderr.strip().splitlines()[-1].startswith(
+      f"error: {other}: its pieces differ from those of {own}, the SentencePiece model of "
+      f"{sources['official']} (id "), describe(result)
+  assert "Traceback" not in result.stderr and result.stderr.count("error:") == 1
+
+  # The records' model becomes the run's (checked, then copied into --output_dir) ...
+  assert _task(sources, input_file=records, init_checkpoint=None,
+               spm_model_file=None).params.spm_model_file == other
+  # ... another --spm_model_file is refused ...
+  with pytest.raises(AlbertError) as e:
+    _task(sources, input_file=records, init_checkpoint=None)
+  assert str(e.value) == (
+      f"--spm_model_file={sources['spm']}: not the vocabulary the records were made with "
+      f"({tmp_path / 'other' / 'train.vocab.json'} names {other}: {VOCAB} pieces, here {VOCAB} "
+      "and other ones)")
+  # ... and with the model gone, the record still stops an --init_checkpoint of other pieces.
+  record["path"] = str(tmp_path / "gone.model")
+  with open(tmp_path / "other" / "train.vocab.json", "w", encoding="utf-8") as f:
+    json.dump(record, f)
+  with pytest.raises(AlbertError, match=rf"^{re.escape(own)} \(the SentencePiece model of "
+                     rf"{re.escape(sources['official'])}\): not the vocabulary the records were "
+                     rf"made with \("):
+    _initialize(sources, input_file=records, spm_model_file=None)
+
+
+def test_run_copies_the_records_sentencepiece_model(sources, tmp_path, capsys):
+  """Records whose vocabulary record names the official model: the run finds it and copies it
+  beside its checkpoints, so fine-tuning from the output directory needs no other flag."""
+  from albert_tf.data.pretraining import vocab_record  # pylint: disable=g-import-not-at-top
+  records = str(tmp_path / "records.tfrecord")
+  shutil.copy(sources["records"], records)
+  vocab_record.write([records], spm_model_file=sources["spm"])
+  out = tmp_path / "out"
+  stdout = _run_in_process(dict(sources, records=records), out, 1, capsys,
+                           init_checkpoint=sources["official"])
+  assert "(its weights; fresh optimizer state) at step 0" in stdout
+  with open(out / "30k-clean.model", "rb") as a, open(sources["spm"], "rb") as b:
+    assert a.read() == b.read()

@@ -1,5 +1,7 @@
 """create_pretraining_data.py with the official command line."""
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +28,15 @@ def test_script_official_command_line(tmp_path):
   done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
   assert done.returncode == 0, done.stderr
   assert "instances:" in done.stderr and "swapped pairs" in done.stderr
+  # Beside the records: the vocabulary that made them (the SentencePiece model wins over
+  # --vocab_file, as in the records themselves).
+  with open(f"{out}.vocab.json", encoding="utf-8") as f:
+    record = json.load(f)
+  with open(spm_model, "rb") as f:
+    assert record["sha1"] == hashlib.sha1(f.read()).hexdigest()
+  assert (record["kind"], record["path"], record["do_lower_case"]) == (
+      "sentencepiece", spm_model, True)
+  assert record["pieces"] == 400 and len(record["pieces_sha1"]) == 40
   # Every record parses with the official feature spec at the flags' lengths.
   spec = record_format.name_to_features(64, 10)
   records = [tf.io.parse_single_example(raw, spec) for raw in tf.data.TFRecordDataset(str(out))]

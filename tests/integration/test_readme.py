@@ -163,6 +163,14 @@ RULES = [
          marked="minutes to hours on 2 cores, in its own venv (bench/peers/requirements.txt)"),
     Rule("pytest", r"^\.venv/bin/python -m pytest ", marked="the suite itself (`make test`)"),
     Rule("activate", r"^source \.venv/bin/activate$"),
+    Rule("cuda_install", r'^pip install "tensorflow\[and-cuda\]~=2\.20\.0"$',
+         marked="replaces the venv's TensorFlow with the CUDA build (gigabytes of CUDA wheels) "
+         "for a GPU the test machines do not have"),
+    # The device check: the test machines have no GPU (and the harness hides any), so `[]`;
+    # a bare `python -c` shows TensorFlow's own log lines (there, why no GPU is used).
+    Rule("gpu_device_check", r"^python -c \"import tensorflow as tf; "
+         r"print\(tf\.config\.list_physical_devices\('GPU'\)\)\"$", stdout=r"^\[\]\n$",
+         quiet=False),
     Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",
          marked="downloads the official tarball (tests run offline; albert_base/ stands in for "
          "what it unpacks)"),
@@ -170,10 +178,12 @@ RULES = [
          "(albert_base/ is its stand-in)"),
     Rule("script_help", r"^python run_classifier\.py --helpfull \| grep -A2 -- --export_precision$",
          stdout=r"--export_precision: <fp32\|bf16\|auto>"),
-    Rule("lowercase_corpus", r"^mkdir -p vocab && awk '\{ print tolower\(\$0\) \}' corpus/\*\.txt",
-         produces=["vocab/corpus.txt"], contents={"vocab/corpus.txt": [r"^[^A-Z]*$"]}),
+    # The corpus through the records' normalisation: lower-cased pieces only (the stand-in
+    # corpus has capitals).
     Rule("train_spm", r"^python -m albert_tf\.cli\.train_spm .*--model_prefix=vocab/30k-clean",
-         after=["lowercase_corpus"], produces=["vocab/30k-clean.model", "vocab/30k-clean.vocab"]),
+         produces=["vocab/30k-clean.model", "vocab/30k-clean.vocab"],
+         contents={"vocab/30k-clean.vocab": [
+             r"\A(?:(?:\[CLS\]|\[SEP\]|\[MASK\]|[^A-Z\t\n]*)\t[^\n]*\n)*\Z"]}),
     Rule("pretrainer_snippet", r'load_tf1_checkpoint\(model, "albert_base/model\.ckpt-best"\)',
          produces=["out/model.ckpt.index"], stdout=(
              # the README's shape comments at the tiny size: [batch, seq_len, hidden],
@@ -203,8 +213,9 @@ RULES = [
          # and ETA"
          output=r"step 2/2 \| loss [\d.]+ .*\| masked_lm_accuracy [\d.]+ .*\| "
          r"sentence_order_accuracy [\d.]+ .*\| learning_rate [\d.e-]+ .*examples/s \| ETA ",
+         # 30k-clean.model: the records' SentencePiece model, found from their .vocab.json.
          produces=["pretrain/eval_results.txt", "pretrain/checkpoint", "pretrain/ckpt-2.index",
-                   "pretrain/**/events.out.tfevents.*"],
+                   "pretrain/**/events.out.tfevents.*", "pretrain/30k-clean.model"],
          contents={"pretrain/eval_results.txt": [
              rf"^{key} = " for key in ("global_step", "loss", "masked_lm_accuracy",
                                        "masked_lm_loss", "sentence_order_accuracy",
@@ -283,6 +294,21 @@ RULES = [
          "logical CPU devices)"),
     Rule("tf_serving", r"^tensorflow_model_server ",
          marked="no TF Serving binary on a test machine (query_savedmodel queries the export)"),
+    # docs/fine_tuning.md, the SQuAD and RACE data: tests/helpers/readme.py builds stand-ins in
+    # their layouts (the SQuAD JSON files, RACE/<split>/<level>/).
+    Rule("squad_download", r"^curl -LO https://rajpurkar\.github\.io/SQuAD-explorer/dataset/"
+         r"(train|dev)-v(1\.1|2\.0)\.json$",
+         marked="downloads from the SQuAD site (tests run offline on stand-ins in its format)"),
+    Rule("race_download", r"^(curl -LO https://www\.cs\.cmu\.edu/~glai1/data/race/RACE\.tar\.gz"
+         r"|tar -xzf RACE\.tar\.gz)$",
+         marked="downloads and unpacks RACE from CMU (tests run offline on stand-ins in its "
+         "layout)"),
+    Rule("tf_serving_apt", r"^(echo \"deb \[arch=amd64\] http://storage\.googleapis\.com/"
+         r"tensorflow-serving-apt stable |curl -fsSL https://storage\.googleapis\.com/"
+         r"tensorflow-serving-apt/|sudo apt-get update && sudo apt-get install "
+         r"tensorflow-model-server$)",
+         marked="installs a system package with sudo from the network (tests run offline, as "
+         "a user)"),
     Rule("docker_serving", r"^docker run .* tensorflow/serving$",
          marked="no Docker on a test machine (query_savedmodel queries the export)"),
     Rule("curl", r"^curl .*localhost:8501",
@@ -336,7 +362,9 @@ RULES = [
     # docs/data_at_scale.md: the Beam DirectRunner and the local tool write the same bytes.
     Rule("beam_direct_runner", r"^python create_pretraining_data\.py .*"
          r"--output_file=pretrain_beam/train .*--runner=DirectRunner",
-         produces=[f"pretrain_beam/train-0000{i}-of-00004" for i in range(4)]),
+         # (train.vocab.json: the vocabulary record, written on Beam too)
+         produces=[f"pretrain_beam/train-0000{i}-of-00004" for i in range(4)] +
+         ["pretrain_beam/train.vocab.json"]),
     Rule("beam_local_twin", r"^python create_pretraining_data\.py .*"
          r"--output_file=pretrain_local/train ",
          produces=[f"pretrain_local/train-0000{i}-of-00004" for i in range(4)]),

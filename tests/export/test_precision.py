@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import pathlib
+import types
 
 import numpy as np
 import pytest
@@ -159,17 +160,33 @@ def _variable_dtypes(version_dir):
 
 
 def _timer_favouring(winner, requests):
-  """precision._time_interleaved that runs the real calls (recording what each returned) but
-  reports `winner` twice as fast, so the choice is known."""
-  real = precision_lib._time_interleaved  # pylint: disable=protected-access
-
+  """A stand-in for precision._time_interleaved (tested on its own below): it runs each copy's
+  real probe call once, recording what it returned, and reports PROBE_MIN_ROUNDS rounds in which
+  `winner` is twice as fast, so the choice is known and no export waits for real timing."""
   def timer(calls):
-    times = real(calls)
     requests.extend(calls[p]() for p in ("fp32", "bf16"))
-    base = {p: [max(t, 1e-3) for t in ms] for p, ms in times.items()}
+    fast = [1.0 + r for r in range(precision_lib.PROBE_MIN_ROUNDS)]
     loser = "fp32" if winner == "bf16" else "bf16"
-    return {winner: base[winner], loser: [2 * t for t in base[winner]]}
+    return {winner: fast, loser: [2 * t for t in fast]}
   return timer
+
+
+def test_probe_timer_interleaves_and_keeps_to_its_budget(monkeypatch):
+  order = []
+  calls = {p: (lambda p=p: order.append(p)) for p in ("fp32", "bf16")}
+  warmup = precision_lib.PROBE_WARMUP_CALLS
+  times = precision_lib._time_interleaved(calls)  # pylint: disable=protected-access
+  # Cheap calls never reach the budget: every round runs, one call of each, order alternating.
+  assert order[:2 * warmup] == ["fp32"] * warmup + ["bf16"] * warmup
+  assert order[2 * warmup:2 * warmup + 4] == ["fp32", "bf16", "bf16", "fp32"]
+  assert {p: len(ms) for p, ms in times.items()} == {
+      "fp32": precision_lib.PROBE_MAX_ROUNDS, "bf16": precision_lib.PROBE_MAX_ROUNDS}
+  # A clock that moves one second per reading: the budget ends the probe after the minimum.
+  clock = iter(range(10_000))
+  monkeypatch.setattr(precision_lib, "time", types.SimpleNamespace(
+      perf_counter=lambda: float(next(clock))))
+  times = precision_lib._time_interleaved(calls)  # pylint: disable=protected-access
+  assert times == {p: [1000.0] * precision_lib.PROBE_MIN_ROUNDS for p in ("fp32", "bf16")}
 
 
 @pytest.mark.parametrize("winner", ["bf16", "fp32"])
@@ -216,22 +233,26 @@ def test_auto_exports_the_faster_precision_and_records_why(tmp_path, monkeypatch
 
 def test_auto_times_the_squad_and_multiple_choice_signatures(tmp_path, monkeypatch):
   """Their probes send [1, seq] (+ p_mask) and [1, 4, seq] requests through the real serving
-  functions (real timings here: the choice is whichever was faster)."""
+  functions, and the copy the (stand-in) timer favours is exported."""
   config = AlbertConfig.from_dict(tiny_config_dict())
   squad = AlbertSquadModel(config, version_2_with_negative=True)
   _randomize(squad, seed=4, std=0.05)
+  requests = []
+  monkeypatch.setattr(precision_lib, "_time_interleaved", _timer_favouring("bf16", requests))
   version_dir = export_squad_model(squad, str(tmp_path / "squad"), SEQ, precision="auto")
   choice = _export_info(version_dir)["precision_choice"]
   assert choice["request"] == f"serving_default, batch 1 x {SEQ} tokens"
-  faster = "bf16" if choice["bf16_vs_fp32"] < 1 else "fp32"
-  assert choice["chosen"] == faster
-  assert (tf.bfloat16 in _variable_dtypes(version_dir)) == (faster == "bf16")
-  assert all(ms > 0 for ms in choice["median_ms"].values())
+  assert [r["start_top_log_probs"].shape[0] for r in requests] == [1, 1]
+  assert choice["chosen"] == "bf16" and choice["bf16_vs_fp32"] == 0.5
+  assert tf.bfloat16 in _variable_dtypes(version_dir)
   race = AlbertMultipleChoice(config)
+  requests.clear()
+  monkeypatch.setattr(precision_lib, "_time_interleaved", _timer_favouring("fp32", requests))
   version_dir = export_multiple_choice(race, str(tmp_path / "race"), SEQ, 8, precision="auto")
   choice = _export_info(version_dir)["precision_choice"]
   assert choice["request"] == f"token_ids, batch 1 x 4 choices x {SEQ} tokens"
-  assert choice["chosen"] == ("bf16" if choice["bf16_vs_fp32"] < 1 else "fp32")
+  assert [r["probabilities"].shape for r in requests] == [(1, 4), (1, 4)]
+  assert choice["chosen"] == "fp32" and tf.bfloat16 not in _variable_dtypes(version_dir)
 
 
 def test_auto_is_not_a_compute_precision():

@@ -4,8 +4,8 @@ For run_pretraining.py, run_classifier.py (GLUE MRPC and CoLA, --task_name=custo
 and with a single sentence), run_race.py, run_squad.py / run_squad_v1.py / run_squad_v2.py,
 export_savedmodel.py, export_checkpoints.py and the converter: --do_train, --do_eval,
 --do_predict and --export_dir each alone (on an output dir a previous run trained: a copy of one
-shared trained dir per script), train+eval, train+predict, eval+predict and all of them (on a
-new output dir), with relative paths (run from the job's folder) and absolute ones. Each mode
+shared trained dir per script), eval+predict, and all of them (on a new output dir), with
+relative paths (run from the job's folder) and absolute ones. Each mode
 must exit 0 and leave the files the README names (eval_results.txt, best_trial.txt,
 model.ckpt-best, test_results.tsv and the submission file, predictions.json, the export's
 version directory and albert_model.tflite, ...) and nothing it was not asked for. A flag
@@ -13,6 +13,10 @@ required only for some modes (run_squad's --predict_file) is asked for only in t
 
 Also here, on the exports of the matrix: query_savedmodel on single-sentence and pair exports,
 and a real SIGTERM during a script's --export_dir step (one line, exit 42, no version written).
+
+One run per code path: a combination of actions whose every part another run already takes
+(train+eval, train+predict: parts of "all") has no run of its own, and a path style is a property
+of a run, not a reason for another one.
 
 Cost: every run is a subprocess (~10 s of TensorFlow start-up on a quiet CPU); the runs start up
 front, two at a time, trained dirs first, and each test waits for its own.
@@ -43,17 +47,21 @@ SENTENCES = finetune.SENTENCES
 
 # ----------------------------------------------------------------------------- the matrix
 # (job, mode, path style): the trained dir of each job is its "train" mode (relative paths).
+# One run per code path: each action alone and eval+predict on a trained dir (MRPC), and every
+# action from a new dir once per kind of data (MRPC pair, CoLA single sentence, own TSV pair and
+# single). "all" trains, evaluates, predicts and exports in one run, so train+eval and
+# train+predict are its subsets; the modes alone check that nothing else is written.
 CLASSIFIER_CASES = (
     [("mrpc", mode, "absolute" if i % 2 else "relative")
-     for i, mode in enumerate(["eval", "predict", "export", "train_eval", "train_predict",
-                               "eval_predict", "all"])]
-    + [("cola", "export", "relative"), ("cola", "eval_predict", "absolute"),
-       ("custom_pair", "all", "relative"), ("custom_single", "export", "absolute")])
+     for i, mode in enumerate(["eval", "predict", "export", "eval_predict", "all"])]
+    + [("cola", "all", "absolute"), ("custom_pair", "all", "relative"),
+       ("custom_single", "all", "absolute")])
+# Jobs whose modes run on a copy of a trained dir (the others only train from a new dir).
+TRAINED_JOBS = ("mrpc", "race", "squad_v1", "squad_v2", "pretraining")
 RACE_CASES = [("race", "eval", "relative"), ("race", "predict", "absolute"),
               ("race", "all", "relative")]
 # SQuAD has no --do_eval: --do_predict evaluates when the file has answers.
 SQUAD_CASES = [("squad_v1", "predict", "relative", "run_squad_v1.py"),
-               ("squad_v1", "export", "absolute", "run_squad.py"),
                ("squad_v1", "train_predict_export", "absolute", "run_squad_v1.py"),
                ("squad_v2", "predict_export", "relative", "run_squad_v2.py")]
 PRETRAINING_CASES = [("eval", "absolute"), ("train_eval", "relative")]
@@ -212,7 +220,7 @@ def _trained(a, job):
   eval/predict/export mode copies."""
   cwd = _job_dir(a, job, "train")
   out = os.path.join(cwd, "out")
-  if job in ("mrpc", "cola", "custom_pair", "custom_single"):
+  if job == "mrpc":
     proc = scripts.run_script("run_classifier.py", _classifier_args(a, job, "relative", cwd, out)
                               + ["--do_train"], cwd)
   elif job == "race":
@@ -260,9 +268,7 @@ def jobs(request, assets):
   pool = Jobs()
   selected = {item.name for item in request.session.items if item.module is request.module}
   wanted = lambda prefix: any(name.startswith(prefix) for name in selected)
-  trained_jobs = ["mrpc", "cola", "custom_pair", "custom_single", "race", "squad_v1",
-                  "squad_v2", "pretraining"]
-  for job in trained_jobs:  # first: every mode below waits for one of them
+  for job in TRAINED_JOBS:  # first: every mode below waits for one of them
     pool.submit((job, "train"), lambda job=job: _trained(a, job))
   for job, mode, style in CLASSIFIER_CASES:
     pool.submit((job, mode), _start(
@@ -295,8 +301,7 @@ def jobs(request, assets):
             _flags(mode, None) + (["--nodo_train"] if mode == "eval" else [])),
         "run_pretraining.py"))
   if wanted("test_checkpoint_tools"):
-    for style in ("relative", "absolute"):
-      pool.submit(("tools", style), lambda style=style: _checkpoint_tools(a, pool, style))
+    pool.submit(("tools",), lambda: _checkpoint_tools(a, pool))
   yield pool
   pool.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -359,9 +364,9 @@ def test_run_classifier(jobs, job, mode, style):
 
 
 def test_trained_dirs(jobs):
-  """The "train" mode of every job: exit 0, a checkpoint, no eval/predict outputs."""
-  for job in ("mrpc", "cola", "custom_pair", "custom_single", "race", "squad_v1", "squad_v2",
-              "pretraining"):
+  """The "train" mode of every script (run_classifier.py on MRPC, run_race.py, run_squad.py,
+  run_squad_v2.py, run_pretraining.py): exit 0, a checkpoint, no eval/predict outputs."""
+  for job in TRAINED_JOBS:
     run = jobs.result((job, "train"))
     _check_run(run)
     _expect(run, ["checkpoint"], ["eval_results.txt", "test_results.tsv", "predictions.json"])
@@ -420,13 +425,14 @@ def test_run_pretraining(jobs, mode, style):
 
 
 # ----------------------------------------------------------------------------- checkpoint tools
-def _checkpoint_tools(a, pool, style):
-  """export_savedmodel.py and export_checkpoints.py on a trained pretraining dir, then the
-  converter both ways (official TF1 <-> ours), every path relative or absolute."""
+def _checkpoint_tools(a, pool):
+  """export_savedmodel.py and export_checkpoints.py on a trained pretraining dir and the README's
+  converter round trip (official TF1 -> ours -> official TF1), every path relative; then the
+  converter from a training output dir (ours -> official TF1), every path absolute."""
   trained = pool.result(("pretraining", "train"))
   mrpc_eval = pool.result(("mrpc", "eval"))
-  cwd = _job_dir(a, "tools", style)
-  p = lambda path: _path(style, cwd, path)
+  cwd = _job_dir(a, "tools")
+  p = lambda path: _path("relative", cwd, path)
   runs = []
   pretrained = os.path.join(cwd, "pretrained")
   shutil.copytree(trained.out, pretrained)
@@ -441,27 +447,27 @@ def _checkpoint_tools(a, pool, style):
       f"--albert_directory={p(finetuned)}", "--checkpoint_name=model.ckpt-best",
       f"--export_path={p(os.path.join(cwd, 'albert_mrpc', 'model.ckpt'))}"], cwd)))
   config = f"--albert_config_file={p(a.config)}"
-  if style == "relative":  # the README's round trip: official TF1 -> ours -> official TF1
-    runs.append(("convert tf1->tf2", _run_module("albert_tf.cli.convert", [
-        config, f"--input_checkpoint={p(os.path.join(cwd, 'albert_mrpc'))}",
-        f"--output_checkpoint={p(os.path.join(cwd, 'mrpc_tf2', 'ckpt'))}"], cwd)))
-    tf2 = os.path.join(cwd, "mrpc_tf2")
-  else:  # absolute paths: ours (the trained pretraining dir) -> official TF1
-    tf2 = pretrained
+  runs.append(("convert tf1->tf2", _run_module("albert_tf.cli.convert", [
+      config, f"--input_checkpoint={p(os.path.join(cwd, 'albert_mrpc'))}",
+      f"--output_checkpoint={p(os.path.join(cwd, 'mrpc_tf2', 'ckpt'))}"], cwd)))
   runs.append(("convert tf2->tf1", _run_module("albert_tf.cli.convert", [
-      config, f"--input_checkpoint={p(tf2)}",
+      config, f"--input_checkpoint={p(os.path.join(cwd, 'mrpc_tf2'))}",
       f"--output_checkpoint={p(os.path.join(cwd, 'mrpc_tf1', 'model.ckpt'))}"], cwd)))
+  absolute = lambda path: _path("absolute", cwd, path)
+  runs.append(("convert output dir->tf1", _run_module("albert_tf.cli.convert", [
+      f"--albert_config_file={absolute(a.config)}", f"--input_checkpoint={absolute(pretrained)}",
+      f"--output_checkpoint={absolute(os.path.join(cwd, 'pretraining_tf1', 'model.ckpt'))}"],
+      cwd)))
   return types.SimpleNamespace(cwd=cwd, runs=runs)
 
 
-@pytest.mark.parametrize("style", ["relative", "absolute"])
-def test_checkpoint_tools(jobs, style):
-  result = jobs.result(("tools", style))
+def test_checkpoint_tools(jobs):
+  result = jobs.result(("tools",))
   for name, proc in result.runs:
     assert proc.returncode == 0, f"{name}: " + scripts.describe(proc)
   cwd = result.cwd
   assert _exists(os.path.join(cwd, "hub"), "saved_model.pb")
-  for directory in ["albert_mrpc", "mrpc_tf1"] + (["mrpc_tf2"] if style == "relative" else []):
+  for directory in ["albert_mrpc", "mrpc_tf2", "mrpc_tf1", "pretraining_tf1"]:
     with open(os.path.join(cwd, directory, "checkpoint"), encoding="utf-8") as f:
       state = f.read()
     assert os.sep not in state.split("\n")[0], state  # a basename, right from any cwd
@@ -469,10 +475,8 @@ def test_checkpoint_tools(jobs, style):
       os.path.join(cwd, prefix)).items() if k != "global_step"}
   clean = variables("albert_mrpc/model.ckpt")  # export_checkpoints: encoder (+ pretraining heads)
   assert "bert/embeddings/word_embeddings" in clean
-  if style == "relative":
-    assert variables("mrpc_tf1/model.ckpt") == clean
-  else:
-    assert set(clean) <= set(variables("mrpc_tf1/model.ckpt"))
+  assert variables("mrpc_tf1/model.ckpt") == clean
+  assert set(clean) <= set(variables("pretraining_tf1/model.ckpt"))
 
 
 # ----------------------------------------------------------------------------- served exports
@@ -484,7 +488,7 @@ def _query(export_dir, *args):
 @pytest.mark.parametrize("job, extra", [("cola", []), ("custom_single", ["--text_b="])])
 def test_query_savedmodel_single_sentence_export(jobs, job, extra):
   """A single-sentence export (CoLA, own text-only data) with --text_a alone, or --text_b=""."""
-  run = jobs.result((job, "export"))
+  run = jobs.result((job, "all"))
   _check_run(run)
   proc = _query(run.export, f"--text_a={SENTENCES[0]}", f"--text_a={SENTENCES[1]}", *extra)
   assert proc.returncode == 0, scripts.describe(proc)

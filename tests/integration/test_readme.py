@@ -36,7 +36,7 @@ Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2,
 | `RACE/` | the download's layout `RACE/<split>/<middle\\|high>/<n>.txt` + `all.txt` (glue_fixtures) |
 | `train-v2.0.json`, `dev-v2.0.json` | tests/fixtures/squad/tiny-v2.0.json (6 questions) |
 | `train-v1.1.json`, `dev-v1.1.json` | tests/fixtures/squad/tiny-v1.1.json |
-| `run_glue.sh`, `recipes/` | symlinks to this checkout (their steps scaled down by RULES' `args`) |
+| `run_glue.sh`, `recipes/` | symlinks to this checkout (the pages' recipe commands run in tests/integration/test_recipes.py) |
 | `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
 | `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
 | `.venv` (`source .venv/bin/activate`) | the suite's own environment (sys.prefix) |
@@ -70,7 +70,9 @@ Not run (RULES with `marked`, each a skip with its reason): `make quickstart` (C
 the tests), `make test` and pytest (this suite), `make bench-peers` (minutes to hours, its own
 venv), the checkpoint download and its `tar` (no network; `albert_base/` is what they unpack),
 TF Serving, its Docker image, curl and the gRPC client (no `tensorflow_model_server` binary on a
-test machine; `query_savedmodel` queries the same exports instead), the cloud steps of the TPU
+test machine; `query_savedmodel` queries the same exports instead), the recipes (run_glue.sh and
+recipes/*.sh with the pages' arguments are tests/integration/test_recipes.py's end-to-end runs,
+which make these rules' checks), the cloud steps of the TPU
 recipe (creating the VM and the bucket; its `gs://my-bucket` commands run on a ram:// bucket in
 tests/integration/test_remote_storage.py instead), the two-machine
 TF_CONFIG example (needs host0/host1 and a gs:// bucket; its `...` stands for the other flags),
@@ -138,11 +140,6 @@ class Rule:
   # file (glob, first match) -> regular expressions (re.M) the README says it holds
   # False for TensorFlow's own tools (saved_model_cli): their log lines are not ours to filter.
   quiet: bool = True
-  # Appended to the command, and set in its environment: the recipes (run_glue.sh,
-  # recipes/*.sh) pass arguments after theirs on to the script, so the steps and sizes are
-  # scaled down here as TINY_FLAGS does for flags written out.
-  args: str = ""
-  env: Mapping[str, str] = dataclasses.field(default_factory=dict)
   # Regular expression -> replacement in the command's text: a loop over values the page gives
   # runs over fewer of them here (each value is one more script run of the same code path).
   rewrite: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -151,10 +148,7 @@ class Rule:
 EXPORT = ("{}/*/saved_model.pb", "{}/*/core_ops/saved_model.pb", "{}/albert_model.tflite")
 GLUE_RUN = ("{}/model.ckpt-best.index", "{}/eval_results.txt", "{}/best_trial.txt")
 BEST_TRIAL = [r"^\d+:\d+:-?\d"]  # the official <step>:<best step>:<best value>
-# The recipes' arguments after theirs (they override): TINY_FLAGS' sizes and steps.
-RECIPE_TINY = "--train_batch_size=4 --max_seq_length=64"
-RECIPE_STEPS = "--train_step=2 --warmup_step=1 --save_checkpoints_steps=2"
-RECIPE_SQUAD = "--doc_stride=32 --max_query_length=16 --num_train_epochs=1"
+RECIPES = "runs in tests/integration/test_recipes.py::"
 
 RULES = [
     Rule("make", r"^make (quickstart|test)\b",
@@ -261,26 +255,16 @@ RULES = [
                                                  r"^f1 = "],
                    "out/mine/predictions.tsv": [r"^id\tprediction\tprobability$",
                                                 r"^0\t(neg|pos)\t0\.\d+$"]}),
+    # The recipes, with the pages' arguments (model dir, data dir, output dir) and scaled-down
+    # steps, are test_recipes.py's end-to-end runs; the checks of these rules are made there.
     Rule("recipe_glue", r"^bash run_glue\.sh albert_base \$GLUE_DIR out/glue$",
-         env={"GLUE_TASKS": "MRPC STS-B"}, args=RECIPE_TINY + " " + RECIPE_STEPS,
-         output=r"run_glue\.sh: MRPC, ALBERT v2 values: learning rate 2e-5, batch 32, ALBERT "
-         r"dropout 0, classifier dropout 0\.1, 800 steps \(200 warmup\), max length 512",
-         produces=[p.format(f"out/glue/{task}") for task in ("MRPC", "STS-B") for p in GLUE_RUN] +
-         ["out/glue/MRPC/MRPC.tsv", "out/glue/STS-B/STS-B.tsv"],
-         contents={"out/glue/STS-B/eval_results.txt": [r"^pearson = "]}),
+         marked=f"{RECIPES}test_run_glue_from_an_official_directory (MRPC and STS-B)"),
     Rule("recipe_squad_v1", r"^bash recipes/run_squad_v1\.sh albert_base \. out/squad_v1$",
-         args=RECIPE_TINY + " " + RECIPE_SQUAD,
-         produces=["out/squad_v1/predictions.json", "out/squad_v1/model.ckpt-best.index"],
-         contents={"out/squad_v1/eval_results.txt": [r"^exact_match = ", r"^f1 = "]}),
+         marked=f"{RECIPES}test_squad_v1_from_an_hf_directory"),
     Rule("recipe_squad_v2", r"^bash recipes/run_squad_v2\.sh albert_base \. out/squad_v2$",
-         args=RECIPE_TINY + " " + RECIPE_SQUAD,
-         produces=["out/squad_v2/null_odds.json", "out/squad_v2/model.ckpt-best.index"],
-         contents={"out/squad_v2/eval_results.txt": [r"^HasAns_f1 = ", r"^NoAns_f1 = "]}),
+         marked=f"{RECIPES}test_squad_v2_from_our_tf2_directory"),
     Rule("recipe_race", r"^ALBERT_VERSION=v1 bash recipes/run_race\.sh albert_base \. "
-         r"out/race_v1$", args=RECIPE_TINY + " --max_qa_length=16 " + RECIPE_STEPS,
-         output=r"ALBERT v1 values: learning rate 2e-5, batch 32, ALBERT dropout 0\.1,",
-         produces=["out/race_v1/model.ckpt-best.index"],
-         contents={"out/race_v1/eval_results.txt": [r"^eval_accuracy = ", r"^middle_accuracy = "]}),
+         r"out/race_v1$", marked=f"{RECIPES}test_race_with_v1_values_from_an_official_directory"),
     Rule("tf_config", r"^export TF_CONFIG=.*host0:",
          marked="needs two machines, host0 and host1"),
     Rule("multi_worker", r"^python run_pretraining\.py .*--output_dir=gs://bucket/",
@@ -424,7 +408,7 @@ def tiny(command):
   for pattern, replacement in (rule.rewrite.items() if rule else ()):
     text, count = re.subn(pattern, replacement, text)
     assert count, f"{command.where}: the rule's rewrite {pattern!r} no longer matches"
-  return f"{text} {rule.args}" if rule and rule.args else text
+  return text
 
 
 def _env():
@@ -538,22 +522,21 @@ class Runner:
     else:
       argv = ["bash", "-c", text]
     start = time.monotonic()
-    rule = rule_of(command)
-    proc, cpu = _run_with_cpu_time(argv, str(self.root), rule.env if rule else None)
+    proc, cpu = _run_with_cpu_time(argv, str(self.root))
     self.cpu_seconds[command.test_id] = cpu
     if proc is None:
       return None, time.monotonic() - start, f"still running after {TIMEOUT} s: killed"
     return proc, time.monotonic() - start, None
 
 
-def _run_with_cpu_time(argv, cwd, env=None):
+def _run_with_cpu_time(argv, cwd):
   """(CompletedProcess or None after TIMEOUT, CPU seconds of the command and its children).
 
   The CPU time (os.wait4's rusage) is what the machine's load does not inflate: the measure of
   this file's cost.
   """
   with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-    popen = subprocess.Popen(argv, cwd=cwd, env=dict(_env(), **(env or {})), stdout=out, stderr=err, text=True,
+    popen = subprocess.Popen(argv, cwd=cwd, env=_env(), stdout=out, stderr=err, text=True,
                              start_new_session=True)
     killed = []
 

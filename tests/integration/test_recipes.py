@@ -186,11 +186,16 @@ def test_run_glue_from_an_official_directory(stand_ins):
   proc = _ok(_bash(RUN_GLUE, ["albert_base_v2", "glue", "out/glue"] + TINY + TINY_STEPS, root,
                    GLUE_TASKS="MRPC STS-B"))
   assert "Initialised" in proc.stdout + proc.stderr or "loaded" in proc.stdout + proc.stderr
+  # The line README.md's "Recipes" shows (test_readme.py's recipe rules point here).
+  assert ("run_glue.sh: MRPC, ALBERT v2 values: learning rate 2e-5, batch 32, ALBERT dropout 0, "
+          "classifier dropout 0.1, 800 steps (200 warmup), max length 512") in \
+      proc.stdout + proc.stderr
   mrpc, = eval_blocks(root / "out/glue/MRPC/eval_results.txt")
   stsb, = eval_blocks(root / "out/glue/STS-B/eval_results.txt")
   assert "eval_accuracy" in mrpc and "pearson" in stsb and mrpc["global_step"] == "2"
   for task in ("MRPC", "STS-B"):
     assert (root / "out/glue" / task / "model.ckpt-best.index").exists()
+    assert (root / "out/glue" / task / "best_trial.txt").exists()
     assert (root / "out/glue" / task / f"{task}.tsv").exists()  # the submission file
 
 
@@ -199,7 +204,7 @@ def test_squad_v1_from_an_hf_directory(stand_ins):
   _ok(_bash(SQUAD_V1, ["albert_hf", "squad", "out/squad_v1"] + TINY + TINY_SQUAD, root))
   out = root / "out/squad_v1"
   assert (out / "predictions.json").exists() and (out / "model.ckpt-best.index").exists()
-  assert "f1" in eval_blocks(out / "eval_results.txt")[0]
+  assert {"exact_match", "f1"} <= set(eval_blocks(out / "eval_results.txt")[0])
 
 
 def test_squad_v2_from_our_tf2_directory(stand_ins):
@@ -207,7 +212,8 @@ def test_squad_v2_from_our_tf2_directory(stand_ins):
   _ok(_bash(SQUAD_V2, ["albert_tf2", "squad", "out/squad_v2"] + TINY + TINY_SQUAD, root))
   out = root / "out/squad_v2"
   assert (out / "null_odds.json").exists() and (out / "model.ckpt-best.index").exists()
-  assert "HasAns_f1" in (out / "eval_results.txt").read_text()
+  results = (out / "eval_results.txt").read_text()
+  assert "HasAns_f1 = " in results and "NoAns_f1 = " in results
 
 
 def test_race_with_v1_values_from_an_official_directory(stand_ins):
@@ -215,6 +221,7 @@ def test_race_with_v1_values_from_an_official_directory(stand_ins):
   proc = _ok(_bash(RACE, ["albert_base_v2", "race", "out/race"] + TINY + TINY_STEPS +
                    ["--max_qa_length=16"], root, ALBERT_VERSION="v1"))
   assert "ALBERT v1 values: learning rate 2e-5, batch 32, ALBERT dropout 0.1" in proc.stdout
+  assert (root / "out/race/model.ckpt-best.index").exists()
   block, = eval_blocks(root / "out/race/eval_results.txt")
   assert {"eval_accuracy", "middle_accuracy", "high_accuracy"} <= set(block)
 

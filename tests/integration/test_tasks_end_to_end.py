@@ -1,15 +1,17 @@
 """Every fine-tuning task through its real script, as a user runs it (issue #12).
 
-For each GLUE task (CoLA, MNLI, MISMNLI, AX, MRPC, QNLI, QQP, RTE, SST-2, STS-B, WNLI), RACE and
-SQuAD v1.1/v2.0: train -> evaluate every checkpoint -> predict (submission files) -> export ->
-a served answer (the GLUE exports: EXPORTED_TASKS, one of each kind), with the official command lines (run_glue.sh, the official README) on tiny
-data sets written in the official download layouts (tests/helpers/glue_fixtures.py). The
-exports are called in a fresh interpreter that imports only TensorFlow (+ tensorflow_text), and
-the served answers must equal the scripts' own test predictions.
+For one GLUE task of each kind (SCRIPTED_TASKS: CoLA, MNLI, MISMNLI, AX, MRPC, SST-2, STS-B),
+RACE and SQuAD v1.1/v2.0: train -> evaluate every checkpoint -> predict (submission files) ->
+export -> a served answer (the GLUE exports: EXPORTED_TASKS), with the official command lines
+(run_glue.sh, the official README) on tiny data sets written in the official download layouts
+(tests/helpers/glue_fixtures.py). The exports are called in a fresh interpreter that imports
+only TensorFlow (+ tensorflow_text), and the served answers must equal the scripts' own test
+predictions. QNLI, QQP, RTE and WNLI, which take the same path through the script, have their
+readers and submission files checked in process.
 
-Also: --threshold_to_export, and an --output_dir holding an official TF1 fine-tuned checkpoint
-(its predictions must be those of a NumPy forward pass of its weights; without the task head the
-scripts must stop with exit 2 and one line naming the missing variable).
+Also: an --output_dir holding an official TF1 fine-tuned checkpoint (its predictions must be
+those of a NumPy forward pass of its weights, its export serves --threshold_to_export; without
+the task head the scripts must stop with exit 2 and one line naming the missing variable).
 
 Multi-aspect tests collect every failed expectation and report them together.
 """
@@ -25,6 +27,7 @@ import types
 import numpy as np
 import pytest
 
+from albert_tf.data import glue
 from tests.helpers import albert_numpy
 from tests.helpers import glue_fixtures
 from tests.helpers import scripts
@@ -37,7 +40,14 @@ SEQ = 32  # GLUE --max_seq_length
 RACE_SEQ, RACE_QA = 48, 16
 SQUAD_SEQ = 96
 HIDDEN = tiny_config_dict()["hidden_size"]
-TRAINED_TASKS = [t for t, spec in GLUE_TASKS.items() if spec.has_train]
+# The GLUE tasks run through the script: one of each kind (single sentence, pair, three labels
+# with MNLI's mismatched twin and AX predicted by its model, regression, run_glue.sh's two-step
+# SST-2). QNLI, QQP, RTE and WNLI take MRPC's and MNLI's path through the script (a pair, two
+# labels, eval_accuracy); what is their own (the reader's columns, the labels, the submission
+# file) is checked in process: test_glue_reader_and_submission_of_the_other_pair_tasks.
+SCRIPTED_TASKS = ["CoLA", "MNLI", "MISMNLI", "AX", "MRPC", "SST-2", "STS-B"]
+READER_ONLY_TASKS = [t for t in GLUE_TASKS if t not in SCRIPTED_TASKS]
+TRAINED_TASKS = [t for t in SCRIPTED_TASKS if GLUE_TASKS[t].has_train]
 # The tasks whose runs also export and are served: single sentence (CoLA), pair (MRPC), three
 # labels (MNLI), regression (STS-B) and run_glue.sh's export from an eval-only run (SST-2). The
 # export does not depend on the task beyond that; each other task's export cost ~13 CPU s.
@@ -111,12 +121,16 @@ def _job_keys(item):
   params = item.callspec.params if hasattr(item, "callspec") else {}
   name = item.originalname
   if name.startswith("test_glue_"):
-    return [("glue", params["task"])]
-  if name == "test_race_train_eval_predict_export_serve":
-    return [("race",)]
-  if name == "test_squad_train_eval_predict_export_serve":
-    return [("squad", params["squad_run"])]
-  return [(name,)] if (name,) in _RUNNERS else []
+    key = ("glue", params["task"])
+  elif name == "test_race_train_eval_predict_export_serve":
+    key = ("race",)
+  elif name == "test_squad_train_eval_predict_export_serve":
+    key = ("squad", params["squad_run"])
+  elif name == "test_threshold_to_export_is_served":
+    key = ("test_classifier_uses_an_official_tf1_finetuned_output_dir",)
+  else:
+    key = (name,)
+  return [key] if key in _RUNNERS else []
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +364,7 @@ def test_glue_train_and_eval_every_checkpoint(glue_runs, task):
   p.done()
 
 
-@pytest.mark.parametrize("task", list(GLUE_TASKS))
+@pytest.mark.parametrize("task", SCRIPTED_TASKS)
 def test_glue_predict_writes_the_submission_file(glue_runs, task):
   run = glue_runs.get(task)
   for proc in run.procs:
@@ -381,6 +395,27 @@ def test_glue_predict_writes_the_submission_file(glue_runs, task):
     p.check(all(0.0 <= s <= 5.0 for s in scores), f"STS-B scores {scores} outside [0, 5]")
     np.testing.assert_allclose(scores, np.clip(probabilities[:, 0], 0, 5), atol=1e-3)
   p.done()
+
+
+@pytest.mark.parametrize("task", READER_ONLY_TASKS)
+def test_glue_reader_and_submission_of_the_other_pair_tasks(assets, tmp_path, task):
+  """What QNLI, QQP, RTE and WNLI do not share with MRPC and MNLI's script runs: their files'
+  columns in the official download layout, their labels and their submission file."""
+  spec, reader = GLUE_TASKS[task], glue.get_task(task)
+  assert (tuple(reader.labels), reader.submission_file, reader.best_metric) == (
+      tuple(spec.labels), spec.submission, spec.metric)
+  for split, count in (("train", glue_fixtures.N_TRAIN), ("dev", glue_fixtures.N_DEV)):
+    examples = glue.read_examples(assets.glue_dir, task, split)
+    assert len(examples) == count and all(e.text_a and e.text_b for e in examples), examples
+    assert {e.label for e in examples} == set(spec.labels), examples
+  test = glue.read_examples(assets.glue_dir, task, "test")
+  assert [(e.guid, e.text_a, e.text_b) for e in test] == [
+      (e.index, e.text_a, e.text_b) for e in assets.glue_tests[task]]
+  path = str(tmp_path / spec.submission)
+  glue.write_submission(path, reader, test, [i % 2 for i in range(len(test))])
+  header, rows = scripts.read_submission(path)
+  assert header == "index\tprediction"
+  assert rows == [(e.index, spec.labels[i % 2]) for i, e in enumerate(assets.glue_tests[task])]
 
 
 @pytest.mark.parametrize("task", EXPORTED_TASKS)
@@ -708,6 +743,8 @@ def _run_tf1(assets, name, script, num_outputs, with_head, extra_flags):
 # With length buckets well below --max_seq_length: the predictions are still the NumPy forward
 # pass of the full-length records, row by row (batches are cut, sorted and put back in order).
 _GLUE_FROM_OUTPUT_DIR = ["--nodo_train", "--do_eval", "--do_predict", "--bucket_boundaries=8,16"]
+# The official --threshold_to_export rides on the one run that exports (a `threshold` output).
+_THRESHOLD = ["--threshold_to_export=0.3"]
 _RACE_FROM_OUTPUT_DIR = ["--do_train=false", "--do_eval", "--do_predict",
                          "--bucket_boundaries=16,32"]
 
@@ -773,23 +810,10 @@ def test_classifier_output_dir_checkpoint_without_head_fails(jobs):
       jobs.result(("test_classifier_output_dir_checkpoint_without_head_fails",)))
 
 
-def _threshold_calls(assets, run):
-  """A raw-text pair and a tf.Example (token ids) request to the export."""
-  served_dir = _export_for_serving(run.export)
-  if not served_dir:
-    return []
-  tests = assets.glue_tests["MRPC"]
-  features = {"input_ids": [[2, 10, 11, 3] + [0] * (SEQ - 4)],
-              "input_mask": [[1] * 4 + [0] * (SEQ - 4)], "segment_ids": [[0] * SEQ]}
-  return [dict(export_dir=served_dir, signature="serving_default",
-               inputs={"text_a": [tests[0].text_a], "text_b": [tests[0].text_b]}),
-          dict(export_dir=served_dir, signature="tf_example",
-               inputs={"examples": scripts.tf_examples_b64(
-                   {k: np.array(v) for k, v in features.items()})})]
-
-
 def test_threshold_to_export_is_served(jobs, serving):
-  key = ("test_threshold_to_export_is_served",)
+  """The official TF1 output dir's run exports with --threshold_to_export=0.3 (the served
+  probabilities and labels are checked by the test above): every signature returns it."""
+  key = ("test_classifier_uses_an_official_tf1_finetuned_output_dir",)
   run = jobs.result(key)
   assert run.proc.returncode == 0, scripts.describe(run.proc)
   served_dir = _export_for_serving(run.export)
@@ -826,18 +850,15 @@ def test_race_output_dir_checkpoint_without_head_fails(jobs):
 # Every script run of this module: key -> (runner(assets, jobs), keys it waits for).
 _RUNNERS = {
     **{("glue", t): (lambda a, j, t=t: _run_glue(a, j, t), [("glue", "MNLI")] if t == "AX"
-                     else []) for t in GLUE_TASKS},
+                     else []) for t in SCRIPTED_TASKS},
     ("race",): (_run_race, []),
     **{("squad", v): (lambda a, j, v=v: _run_squad(a, j, v), []) for v in ("v1.1", "v2.0")},
     ("test_classifier_uses_an_official_tf1_finetuned_output_dir",): (
         lambda a, j: _run_tf1(a, "tf1_mrpc", "run_classifier.py", 2, True,
-                              _GLUE_FROM_OUTPUT_DIR), []),
+                              _GLUE_FROM_OUTPUT_DIR + _THRESHOLD), []),
     ("test_classifier_output_dir_checkpoint_without_head_fails",): (
         lambda a, j: _run_tf1(a, "tf1_mrpc_headless", "run_classifier.py", 2, False,
                               _GLUE_FROM_OUTPUT_DIR), []),
-    ("test_threshold_to_export_is_served",): (
-        lambda a, j: _run_tf1(a, "threshold", "run_classifier.py", 2, True,
-                              ["--threshold_to_export=0.3"]), []),
     ("test_race_uses_an_official_tf1_finetuned_output_dir",): (
         lambda a, j: _run_tf1(a, "tf1_race", "run_race.py", 1, True, _RACE_FROM_OUTPUT_DIR),
         []),
@@ -848,11 +869,10 @@ _RUNNERS = {
 
 # The serving calls of every run that exports: key -> calls(assets, run) (made by `Serving`).
 _SERVING_CALLS = {
-    **{("glue", t): (lambda a, run: _glue_calls(run)) for t in GLUE_TASKS},
+    **{("glue", t): (lambda a, run: _glue_calls(run)) for t in SCRIPTED_TASKS},
     ("race",): lambda a, run: _race_calls(a, run.out, run.export),
     **{("squad", v): _squad_calls for v in ("v1.1", "v2.0")},
     ("test_classifier_uses_an_official_tf1_finetuned_output_dir",): _tf1_mrpc_calls,
-    ("test_threshold_to_export_is_served",): _threshold_calls,
     ("test_race_uses_an_official_tf1_finetuned_output_dir",): (
         lambda a, run: _race_calls(a, run.out, run.export)),
 }

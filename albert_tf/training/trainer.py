@@ -31,6 +31,7 @@ from albert_tf.checkpoints import integrity
 from albert_tf.data import eval_padding
 from albert_tf.data import record_checks
 from albert_tf.errors import AlbertError, NotFiniteError, StopRequested
+from albert_tf.models import early_exit as early_exit_loop
 from albert_tf.networks import encoder as encoder_lib
 from albert_tf.training import checkpointing
 from albert_tf.training import optimizer as optimizer_lib
@@ -721,13 +722,20 @@ class Trainer:
       results_lib.write_results_file(results_file, results)
     return (results, outputs) if return_outputs else results
 
+  def _inference_shapes(self):
+    """Where eval/predict steps are traced: compiled by XLA (--xla_whole_step, a TPU), a
+    model's data-dependent loops keep static shapes (early exit's, models/early_exit.py)."""
+    compiled = self.xla_whole_step or self.on_tpu
+    return early_exit_loop.static_shapes() if compiled else contextlib.nullcontext()
+
   def _build_eval_fn(self, eval_batch_size):
     """One compiled eval step: per replica, (sums of loss and aux over its examples, its example
     count, the model's outputs); `_run_evaluation` adds up this client's replicas."""
     model, task, strategy = self.model, self.task, self.strategy
 
     def replica_eval(features, labels, real=None):
-      outputs = model(features, training=False)
+      with self._inference_shapes():
+        outputs = model(features, training=False)
       if real is not None and labels:
         # Padding rows weigh 0 in the loss and the streaming metrics.
         weights = real * tf.cast(labels.get("is_real_example", 1.0), tf.float32)
@@ -780,7 +788,9 @@ class Trainer:
     self._restore_for_inference(checkpoint_path)
     model, strategy = self.model, self.strategy
     if self._predict_fn is None:
-      replica_predict = lambda x: model(x, training=False)
+      def replica_predict(features):
+        with self._inference_shapes():
+          return model(features, training=False)
       if self.xla_whole_step:
         replica_predict = tf.function(replica_predict, jit_compile=True, autograph=False)
       self._predict_fn = tf.function(

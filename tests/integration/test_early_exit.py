@@ -120,3 +120,78 @@ def test_regression_on_own_data_predicts_exit_layers(setup):
   assert rows[0] == ["id", "prediction", "exit_layer"] and len(rows) == 4
   # Any change counts as unchanged under that threshold: every answer leaves at layer 2.
   assert [r[2] for r in rows[1:]] == ["2", "2", "2"]
+
+
+
+def _features(path):
+  """{input_ids, input_mask, segment_ids: int32 [N, length]}, label_ids int [N] of a record."""
+  records = scripts.read_feature_records(str(path), ("input_ids", "input_mask", "segment_ids",
+                                                     "label_ids"))
+  labels = records.pop("label_ids")[:, 0]
+  return {k: v.astype(np.int32) for k, v in records.items()}, labels
+
+
+def _disagreeing_checkpoint(root, record_files, layers=4):
+  """A 4-layer early-exit classifier whose heads are drawn (scaled up) until, at patience 1,
+  the examples of each of `record_files` exit at three or more different layers, the first
+  example early and another of its batch of 4 at the last layer; saved as TF1 model.ckpt-1.
+  Returns (config path, checkpoint prefix, the model)."""
+  from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  config = write_tiny_config(root / f"albert_config_l{layers}.json", num_hidden_layers=layers)
+  model = AlbertClassifier(AlbertConfig.from_json_file(config), 2, early_exit="patience",
+                           patience=1)
+  inputs = [_features(path)[0] for path in record_files]
+  heads = model.early_exit_classifiers.heads + [model.classifier_head]
+  for seed in range(50):
+    rng = np.random.default_rng(seed)
+    for head in heads:
+      head.output_weights.assign(
+          5 * rng.normal(size=head.output_weights.shape).astype(np.float32))
+    # Biases at minus the median logits: each layer splits these examples about in half.
+    model.patience = None
+    layer_logits = np.concatenate([model(x, training=False)["layer_logits"].numpy()
+                                   for x in inputs])
+    for layer, head in enumerate(heads):
+      head.output_bias.assign(-np.median(layer_logits[:, layer], axis=0))
+    model.patience = 1
+    exits = [model(x, training=False)["exit_layer"].numpy() for x in inputs]
+    # Wanted: a batch's first example leaving early while another of its batch (of 4) runs
+    # every layer: the case compiled shrinking batches got wrong.
+    if all(e[0] < layers and layers in e[:4] and len(set(e)) > 2 for e in exits):
+      break
+  prefix = str(root / "disagreeing" / "model.ckpt-1")
+  tf1.save_tf1_checkpoint(model, prefix, global_step=1)
+  return config, prefix, model
+
+
+def test_xla_whole_step_answers_as_the_uncompiled_run(setup, mrpc_run):
+  # A 4-layer early-exit model evaluated and predicted compiled by XLA (as every TPU step is),
+  # batches of 4 padded (6 dev, 5 test examples): each example's exit layer and answer as the
+  # same model's uncompiled (eager) ones.
+  root = setup["root"]
+  config, prefix, model = _disagreeing_checkpoint(
+      root, [mrpc_run / "out" / f"mrpc_{mode}.tf_record" for mode in ("eval", "predict")])
+  proc = scripts.run_script("run_classifier.py", _job_args(
+      setup, f"--albert_config_file={config}", "--task_name=MRPC", "--data_dir=glue",
+      "--output_dir=xla", f"--init_checkpoint={prefix}", "--do_eval", "--do_predict",
+      "--xla_whole_step", "--early_exit_patience=1"), cwd=str(root))
+  assert proc.returncode == 0, scripts.describe(proc)
+
+  def uncompiled(mode):
+    features, labels = _features(root / "xla" / f"mrpc_{mode}.tf_record")
+    out = model(features, training=False)
+    return labels, out["exit_layer"].numpy(), out["probabilities"].numpy()
+
+  _, exit_layers, probabilities = uncompiled("predict")
+  assert len(set(exit_layers.tolist())) > 1, exit_layers  # the batches really were split
+  assert [int(r[1]) for r in _rows(root / "xla" / "exit_layers.tsv")[1:]] == exit_layers.tolist()
+  np.testing.assert_allclose(np.loadtxt(root / "xla" / "test_results.tsv"), probabilities,
+                             atol=1e-5)
+  labels, exit_layers, probabilities = uncompiled("eval")
+  results = dict(line.split(" = ") for line in
+                 (root / "xla" / "eval_results.txt").read_text().splitlines() if " = " in line)
+  assert float(results["eval_mean_exit_layer"]) == pytest.approx(exit_layers.mean())
+  assert float(results["eval_accuracy"]) == pytest.approx(
+      (probabilities.argmax(-1) == labels).mean())

@@ -13,6 +13,7 @@ from albert_tf.errors import AlbertError
 from albert_tf.heads.early_exit import layer_loss_weights, patience_exit_reference
 from albert_tf.models import build
 from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.early_exit import static_shapes
 from albert_tf.tasks.glue import ClassificationTask
 from tests.helpers.tiny_config import tiny_albert_config
 
@@ -68,6 +69,18 @@ def test_loop_answers_each_example_at_its_exit_layer(is_regression, config):
     # An example that left at layer k keeps layer k's answer while the others went on.
     np.testing.assert_allclose(out["logits"], logits, rtol=1e-5, atol=1e-5)
     seen.update(out["exit_layer"].tolist())
+    with static_shapes():  # every row through each layer, as XLA compiles it: same answers
+      masked = _inference(model, features, patience)
+    np.testing.assert_array_equal(masked["exit_layer"], exit_layer)
+    np.testing.assert_allclose(masked["logits"], logits, rtol=1e-5, atol=1e-5)
+  if not config:  # compiled by XLA (--xla_whole_step, a TPU): the same answers per example
+    model.patience = 1
+    with static_shapes():
+      compiled = tf.function(lambda f: model(f, training=False), jit_compile=True)(features)
+    exit_layer, logits = patience_exit_reference(layer_logits, 1, is_regression,
+                                                 model.regression_threshold)
+    np.testing.assert_array_equal(compiled["exit_layer"].numpy(), exit_layer)
+    np.testing.assert_allclose(compiled["logits"].numpy(), logits, rtol=1e-4, atol=1e-4)
   if not is_regression:
     assert min(seen) < LAYERS and LAYERS in seen, seen  # a batch that really was split
 

@@ -39,6 +39,10 @@ class RuntimeConfig:
   tpu_zone: Optional[str] = None
   gcp_project: Optional[str] = None
   master: Optional[str] = None
+  # Seconds allowed for connecting to the TPU (None: strategy.TPU_CONNECT_TIMEOUT_S), and how the
+  # user spelled the TPU's flag ("tpu" or "tpu_name"), for messages.
+  tpu_connect_timeout: Optional[float] = None
+  tpu_name_spelling: str = "tpu_name"
   precision: str = "fp32"
   jit_compile: bool = False
   gradient_accumulation_steps: int = 1
@@ -87,7 +91,8 @@ class RuntimeConfig:
     return strategy_lib.get_strategy(
         strategy=self.strategy, use_tpu=self.use_tpu, tpu_name=self.tpu_name,
         tpu_zone=self.tpu_zone, gcp_project=self.gcp_project, master=self.master,
-        worker_wait_seconds=self.worker_wait_seconds)
+        worker_wait_seconds=self.worker_wait_seconds,
+        tpu_connect_timeout=self.tpu_connect_timeout, tpu_name_spelling=self.tpu_name_spelling)
 
 
 def resolve_seed(seed, deterministic, output_dir):

@@ -90,6 +90,23 @@ def test_export_answers_with_exit_layer_as_the_run_predicted(mrpc_run):
   assert got == exit_layers
 
 
+def test_resuming_without_early_exit_refuses_in_one_line(setup, mrpc_run):
+  # Going on would drop the internal classifiers from every later checkpoint silently.
+  args = [a for a in _job_args(setup) if a != "--early_exit=patience"]
+  proc = scripts.run_script("run_classifier.py", args + [
+      "--task_name=MRPC", "--data_dir=glue", "--output_dir=out", "--do_train",
+      "--train_step=6"], cwd=str(mrpc_run))
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, scripts.describe(proc)
+  line = scripts.last_line(proc.stderr)
+  assert line.startswith("error: ") and "ckpt-3: the run in --output_dir cannot resume with " \
+      "another early-exit mode: it was trained with --early_exit=patience: it holds internal " \
+      "classifiers, e.g. model/early_exit_classifiers/layer_1/output_weights" in line, line
+  assert line.endswith("resume with the --early_exit it was started with, or start a new "
+                       "--output_dir with --init_checkpoint=out/ckpt-3") or \
+      line.endswith("ckpt-3"), line
+  assert not (mrpc_run / "out" / "ckpt-6.index").exists()
+
+
 def test_patience_sweep_run_evaluates_the_best_checkpoint_at_another_patience(setup, mrpc_run):
   # The docs' sweep: --do_eval alone, the fine-tuned model.ckpt-best (TF1 names, internal
   # classifiers included) as --init_checkpoint, a patience no example can reach in 3 layers.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.checkpoints import official_names, tf1
+from albert_tf.checkpoints import official_names, tf1, tf2
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from albert_tf.errors import AlbertError
 from albert_tf.heads.early_exit import layer_loss_weights, patience_exit_reference
@@ -147,3 +147,15 @@ def test_checkpoints_with_and_without_internal_classifiers(tmp_path):
   # ... but will not answer with internal classifiers that were never trained.
   with pytest.raises(AlbertError, match="early_exit/layer_1"):
     restore_model_weights(AlbertClassifier(model.config, 3, early_exit="patience"), ordinary)
+  # So too from our TF2 layout (a trainer's ckpt-N), and the difference is named both ways.
+  tf2_plain, tf2_early = str(tmp_path / "tf2_plain" / "ckpt-1"), str(tmp_path / "tf2" / "ckpt-1")
+  tf2.save_tf2_checkpoint(plain, tf2_plain)
+  tf2.save_tf2_checkpoint(model, tf2_early)
+  with pytest.raises(AlbertError, match=r"trained without early exit: it lacks the internal "
+                     r"classifiers, e.g. model/early_exit_classifiers/layer_1/output_weights "
+                     r"\(TF1: early_exit/layer_1/output_weights\)"):
+    restore_model_weights(AlbertClassifier(model.config, 3, early_exit="patience"), tf2_plain)
+  assert tf2.early_exit_difference(plain, tf2_early).startswith(
+      "it was trained with --early_exit=patience: it holds internal classifiers")
+  assert tf2.early_exit_difference(model, tf2_early) is None
+  assert tf2.early_exit_difference(plain, tf2_plain) is None

@@ -40,11 +40,16 @@ def restore_tf2_checkpoint(model, path):
 EARLY_EXIT_PREFIX = "model/early_exit_classifiers/"
 
 
+def early_exit_variables(path):
+  """Sorted names of the internal classifiers' variables in the TF2 checkpoint `path`."""
+  names = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()
+  return sorted(name for name in names if name.startswith(EARLY_EXIT_PREFIX))
+
+
 def early_exit_difference(model, path):
   """None when the TF2 checkpoint `path` and `model` agree on early exit (both with internal
   classifiers, or both without); else one clause saying how they differ, naming the variable."""
-  names = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()
-  held = any(name.startswith(EARLY_EXIT_PREFIX) for name in names)
+  held = bool(early_exit_variables(path))
   wanted = bool(getattr(model, "early_exit", None))
   first = f"{EARLY_EXIT_PREFIX}layer_1/output_weights (TF1: early_exit/layer_1/output_weights)"
   if wanted and not held:

@@ -107,6 +107,30 @@ def test_resuming_without_early_exit_refuses_in_one_line(setup, mrpc_run):
   assert not (mrpc_run / "out" / "ckpt-6.index").exists()
 
 
+def test_convert_and_export_checkpoints_name_what_they_leave_out(mrpc_run):
+  # The trainer's TF2 ckpt-3 converted to TF1, and the official export_checkpoints.py of
+  # model.ckpt-best: one line each naming the internal classifiers they do not carry.
+  proc = scripts.run_script("albert_tf/cli/convert.py", [
+      "--input_checkpoint=out/ckpt-3", "--output_checkpoint=converted/model.ckpt",
+      "--output_format=tf1"], cwd=str(mrpc_run))
+  assert proc.returncode == 0, scripts.describe(proc)
+  assert [l for l in proc.stdout.splitlines() if "early exit" in l] == [
+      f"note: early exit's internal classifiers are left out ({LAYERS - 1} layers: "
+      "model/early_exit_classifiers/{layer_1,layer_2}/output_weights and output_bias): the "
+      "tf1 output holds the ordinary classifier only"], proc.stdout
+  proc = scripts.run_script("export_checkpoints.py", [
+      "--albert_directory=out", "--export_path=exported/model.ckpt"], cwd=str(mrpc_run))
+  assert proc.returncode == 0, scripts.describe(proc)
+  notes = [l for l in proc.stdout.splitlines() if l.startswith("note:")]
+  assert notes == [
+      "note: left out, as by the official export_checkpoints.py: its classifier head "
+      "(output_weights [2, 32]) and early exit's internal classifiers (early_exit/layer_*); "
+      "python -m albert_tf.cli.convert keeps a fine-tuned head"], proc.stdout
+  exported = scripts.checkpoint_variables(str(mrpc_run / "exported" / "model.ckpt"))
+  assert "output_weights" not in exported and not any(n.startswith("early_exit/")
+                                                        for n in exported)
+
+
 def test_patience_sweep_run_evaluates_the_best_checkpoint_at_another_patience(setup, mrpc_run):
   # The docs' sweep: --do_eval alone, the fine-tuned model.ckpt-best (TF1 names, internal
   # classifiers included) as --init_checkpoint, a patience no example can reach in 3 layers.

@@ -22,6 +22,13 @@ The answers of `patience 11` (no example can leave early) are checked bit for bi
 the full-depth export's. `bench/peers/run.py --early_exit` times the same rows (built by
 build_signatures below) beside ONNX Runtime and the model garden.
 
+xla: the loop compiled by XLA (`--xla_whole_step`, every TPU step) against the same model traced
+without it, in process (no export), at batch 1 and 32: `full depth`, `exit at layer k`
+(constant heads) and, at batch > 1, `mixed batch`, each as a tf.function (the shrinking loop) and
+jit-compiled under models/early_exit.static_shapes() (the fixed-shape loop, as the trainer
+compiles it); the answers of both are compared (exit layers equal, largest probability
+difference). --model_size=small (H 256, 4 heads, I 1024, L 12) fits a shared CPU.
+
 accuracy: the run's best checkpoint evaluated on its dev set once at full depth with every
 layer's logits (`layer_logits`); the patience rule (heads/early_exit.py
 patience_exit_reference, which tests/models/test_early_exit.py checks against the loop) gives
@@ -262,10 +269,78 @@ def _read_results(path, keys):
   return found
 
 
+def _xla_models(config, exit_layer, seq):
+  """(plain classifier, early-exit copy with constant heads and patience exit_layer - 1, copy
+  with _set_mixed_heads at patience 1), sharing the plain one's weights."""
+  from albert_tf import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import official_names  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  config = AlbertConfig.from_dict(config)
+  plain = AlbertClassifier(config, 2)
+  copies = []
+  for patience in (exit_layer - 1, 1):
+    model = AlbertClassifier(config, 2, early_exit="patience", patience=patience)
+    named = official_names.model_variable_map(model)
+    for name, variable in official_names.model_variable_map(plain).items():
+      named[name].assign(variable)
+    copies.append(model)
+  _set_heads(copies[0], constant=True)
+  _set_mixed_heads(copies[1], seq)
+  return plain, copies[0], copies[1]
+
+
+def _xla():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.early_exit import static_shapes  # pylint: disable=g-import-not-at-top
+  config = dict(common.ALBERT_BASE)
+  if FLAGS.model_size == "small":
+    config.update(hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+  seq, exit_layer = FLAGS.seq_length, FLAGS.xla_exit_layer
+  plain, constant, mixed = _xla_models(config, exit_layer, seq)
+  models = {"full depth": plain, f"exit at layer {exit_layer}": constant, "mixed batch": mixed}
+
+  def compiled(model):
+    def run(features):
+      with static_shapes():
+        return model(features, training=False)
+    return tf.function(run, jit_compile=True)
+
+  fns = {}
+  for name, model in models.items():
+    fns[name] = tf.function(lambda f, m=model: m(f, training=False))
+    fns[f"{name}, XLA"] = compiled(model)
+  results = {"rows": [], "machine": _machine(), "seq_length": seq, "config": config,
+             "answers": {}}
+  for batch in [int(b) for b in FLAGS.batch_sizes.split(",")]:
+    inputs = {k: tf.constant(v) for k, v in _mixed_inputs(batch, seq).items()}
+    calls = {name: (lambda f=fn: f(inputs)) for name, fn in fns.items()
+             if batch > 1 or not name.startswith("mixed")}
+    outputs = {name: {k: v.numpy() for k, v in call().items()} for name, call in calls.items()}
+    for name in models:
+      if name in calls:
+        a, b = outputs[name], outputs[f"{name}, XLA"]
+        results["answers"][f"{batch}/{name}"] = dict(
+            exit_layers_equal=bool(np.array_equal(a.get("exit_layer"), b.get("exit_layer"))),
+            max_probability_difference=float(np.abs(a["probabilities"] -
+                                                    b["probabilities"]).max()))
+    rounds = FLAGS.rounds if batch == 1 else max(4, FLAGS.rounds // 6)
+    times = common.time_interleaved(calls, rounds, warmup=2)
+    results["rows"] += latency_rows(times, batch, rounds, outputs)
+    for row in results["rows"]:
+      if row["batch"] == batch and row["model"].endswith(", XLA"):
+        uncompiled = row["model"][:-len(", XLA")]
+        row["vs_uncompiled"] = common.paired_ratio(times[row["model"]], times[uncompiled])
+  results["uptime_after"] = common.uptime()
+  return results
+
+
 def _define_flags():
   """The script's flags (defined only when it runs as a script: bench/peers/early_exit_peers.py
   imports its functions into a process with flags of its own)."""
-  flags.DEFINE_enum("part", "latency", ["latency", "accuracy"], "What to measure.")
+  flags.DEFINE_enum("part", "latency", ["latency", "accuracy", "xla"], "What to measure.")
+  flags.DEFINE_enum("model_size", "base", ["base", "small"], "xla: ALBERT-base, or H 256.")
+  flags.DEFINE_integer("xla_exit_layer", 4, "xla: the forced exit layer timed.")
   flags.DEFINE_string("batch_sizes", "1,32", "Comma-separated batch sizes (latency).")
   flags.DEFINE_integer("seq_length", 128, "Sequence length (latency).")
   flags.DEFINE_integer("rounds", 30, "Timed rounds at batch 1 (a sixth, at least 4, at larger "
@@ -287,7 +362,15 @@ def _define_flags():
 def main(_):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   del tf
-  if FLAGS.part == "latency":
+  if FLAGS.part == "xla":
+    results = _xla()
+    print(f"CPU: {results['machine']['machine']}; {results['machine']['uptime_before']}")
+    for r in results["rows"]:
+      print(f"{r['batch']:>5} {r['model']:<28} {r['median']:>10.1f} ms  speedup "
+            f"{r['speedup']:.2f}  vs uncompiled {r.get('vs_uncompiled', 1.0):.2f}  exit layer "
+            f"{r.get('mean_exit_layer', 12):.2f}")
+    print(json.dumps(results["answers"], indent=1))
+  elif FLAGS.part == "latency":
     results = _latency(FLAGS.work_dir or tempfile.mkdtemp(prefix="early_exit_"))
     print(f"CPU: {results['machine']['machine']}; {results['machine']['uptime_before']}")
     print(f"{'batch':>5} {'model':<20} {'median ms':>10} {'p10-p90 ms':>16} {'speedup':>8} "

@@ -309,7 +309,7 @@ def _xla():
   fns = {}
   for name, model in models.items():
     fns[name] = tf.function(lambda f, m=model: m(f, training=False))
-    fns[f"{name}, XLA"] = compiled(model)
+    fns[f"{name} (XLA)"] = compiled(model)
   results = {"rows": [], "machine": _machine(), "seq_length": seq, "config": config,
              "answers": {}}
   for batch in [int(b) for b in FLAGS.batch_sizes.split(",")]:
@@ -319,7 +319,7 @@ def _xla():
     outputs = {name: {k: v.numpy() for k, v in call().items()} for name, call in calls.items()}
     for name in models:
       if name in calls:
-        a, b = outputs[name], outputs[f"{name}, XLA"]
+        a, b = outputs[name], outputs[f"{name} (XLA)"]
         results["answers"][f"{batch}/{name}"] = dict(
             exit_layers_equal=bool(np.array_equal(a.get("exit_layer"), b.get("exit_layer"))),
             max_probability_difference=float(np.abs(a["probabilities"] -
@@ -328,8 +328,8 @@ def _xla():
     times = common.time_interleaved(calls, rounds, warmup=2)
     results["rows"] += latency_rows(times, batch, rounds, outputs)
     for row in results["rows"]:
-      if row["batch"] == batch and row["model"].endswith(", XLA"):
-        uncompiled = row["model"][:-len(", XLA")]
+      if row["batch"] == batch and row["model"].endswith(" (XLA)"):
+        uncompiled = row["model"][:-len(" (XLA)")]
         row["vs_uncompiled"] = common.paired_ratio(times[row["model"]], times[uncompiled])
   results["uptime_after"] = common.uptime()
   return results

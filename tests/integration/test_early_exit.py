@@ -164,55 +164,12 @@ def test_regression_on_own_data_predicts_exit_layers(setup):
 
 
 
-def _features(path):
-  """{input_ids, input_mask, segment_ids: int32 [N, length]}, label_ids int [N] of a record."""
-  records = scripts.read_feature_records(str(path), ("input_ids", "input_mask", "segment_ids",
-                                                     "label_ids"))
-  labels = records.pop("label_ids")[:, 0]
-  return {k: v.astype(np.int32) for k, v in records.items()}, labels
-
-
-def _disagreeing_checkpoint(root, record_files, layers=4):
-  """A 4-layer early-exit classifier whose heads are drawn (scaled up) until, at patience 1,
-  the examples of each of `record_files` exit at three or more different layers, the first
-  example early and another of its batch of 4 at the last layer; saved as TF1 model.ckpt-1.
-  Returns (config path, checkpoint prefix, the model)."""
-  from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
-  config = write_tiny_config(root / f"albert_config_l{layers}.json", num_hidden_layers=layers)
-  model = AlbertClassifier(AlbertConfig.from_json_file(config), 2, early_exit="patience",
-                           patience=1)
-  inputs = [_features(path)[0] for path in record_files]
-  heads = model.early_exit_classifiers.heads + [model.classifier_head]
-  for seed in range(50):
-    rng = np.random.default_rng(seed)
-    for head in heads:
-      head.output_weights.assign(
-          5 * rng.normal(size=head.output_weights.shape).astype(np.float32))
-    # Biases at minus the median logits: each layer splits these examples about in half.
-    model.patience = None
-    layer_logits = np.concatenate([model(x, training=False)["layer_logits"].numpy()
-                                   for x in inputs])
-    for layer, head in enumerate(heads):
-      head.output_bias.assign(-np.median(layer_logits[:, layer], axis=0))
-    model.patience = 1
-    exits = [model(x, training=False)["exit_layer"].numpy() for x in inputs]
-    # Wanted: a batch's first example leaving early while another of its batch (of 4) runs
-    # every layer: the case compiled shrinking batches got wrong.
-    if all(e[0] < layers and layers in e[:4] and len(set(e)) > 2 for e in exits):
-      break
-  prefix = str(root / "disagreeing" / "model.ckpt-1")
-  tf1.save_tf1_checkpoint(model, prefix, global_step=1)
-  return config, prefix, model
-
-
 def test_xla_whole_step_answers_as_the_uncompiled_run(setup, mrpc_run):
   # A 4-layer early-exit model evaluated and predicted compiled by XLA (as every TPU step is),
   # batches of 4 padded (6 dev, 5 test examples): each example's exit layer and answer as the
   # same model's uncompiled (eager) ones.
   root = setup["root"]
-  config, prefix, model = _disagreeing_checkpoint(
+  config, prefix, model = finetune.disagreeing_early_exit_checkpoint(
       root, [mrpc_run / "out" / f"mrpc_{mode}.tf_record" for mode in ("eval", "predict")])
   proc = scripts.run_script("run_classifier.py", _job_args(
       setup, f"--albert_config_file={config}", "--task_name=MRPC", "--data_dir=glue",
@@ -221,7 +178,7 @@ def test_xla_whole_step_answers_as_the_uncompiled_run(setup, mrpc_run):
   assert proc.returncode == 0, scripts.describe(proc)
 
   def uncompiled(mode):
-    features, labels = _features(root / "xla" / f"mrpc_{mode}.tf_record")
+    features, labels = finetune.feature_records(root / "xla" / f"mrpc_{mode}.tf_record")
     out = model(features, training=False)
     return labels, out["exit_layer"].numpy(), out["probabilities"].numpy()
 

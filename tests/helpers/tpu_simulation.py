@@ -13,9 +13,10 @@ SQuAD v2 and RACE, through the one runner the run_*.py scripts call:
   * the whole replica step (forward, loss, backward, clipping, optimizer update, metrics,
     accumulation) compiled with jit_compile=True on one replica (`--xla_whole_step`; XLA has
     no CPU kernel for the cross-replica sum), and for MRPC the eval step too;
-  * with MRPC on the 8 devices: early exit (patience 1, a 4-layer checkpoint whose examples
-    leave at different layers) evaluated and predicted on the 8 devices, on one replica and
-    compiled by XLA (`_early_exit`);
+  * with TPU_SIMULATION_EIGHT_DEVICES=all (or naming mrpc and mrpc_early_exit): early exit
+    (patience 1, a 4-layer checkpoint whose examples leave at different layers) evaluated and
+    predicted on the 8 devices, on one replica and compiled by XLA (`_early_exit`; several
+    minutes of tracing on 2 cores, so not in the default run);
 and writes OUT_DIR/report.json: per task the element specs of every mode, the summaries, the
 eval files and prediction files of both runs, for the test to check in many ways.
 """
@@ -307,7 +308,8 @@ def main(out_dir):
       spm_model_file=spm)), dict(common, do_predict=True), out_dir, ["test_results.tsv"], report,
       whole_step_eval=True)
 
-  if (not ONLY or "mrpc" in ONLY) and (EIGHT_DEVICE_TASKS is None or "mrpc" in EIGHT_DEVICE_TASKS):
+  if (not ONLY or "mrpc" in ONLY) and (EIGHT_DEVICE_TASKS is None or {
+      "mrpc", "mrpc_early_exit"} <= EIGHT_DEVICE_TASKS):
     _early_exit(out_dir, os.path.join(glue_dir, "MRPC"), spm, common, report)
 
   race_dir = os.path.join(out_dir, "race")

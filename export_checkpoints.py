@@ -44,9 +44,13 @@ def main(_):
   # Without <albert_directory>/albert_config.json: the checkpoint's own (e.g. an HF directory's).
   config = clean_checkpoint.read_config(
       checkpoint, config_file if FLAGS.albert_config_file or fileio.exists(config_file) else None)
-  prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, FLAGS.export_path)
+  prefix, with_heads, left_out = clean_checkpoint.export_checkpoint(config, checkpoint,
+                                                                    FLAGS.export_path)
   print(f"exported {checkpoint} to {prefix} (encoder"
         f"{' + masked-LM and sentence-order heads' if with_heads else ' only: no pretraining heads in the checkpoint'})")
+  if left_out:  # as the official tool, which builds the pretraining model only
+    print(f"note: left out, as by the official export_checkpoints.py: {left_out}; "
+          f"python -m albert_tf.cli.convert keeps a fine-tuned head")
 
 
 if __name__ == "__main__":

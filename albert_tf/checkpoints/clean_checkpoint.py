@@ -15,6 +15,7 @@ from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import tf1
 from albert_tf.checkpoints.init import checkpoint_global_step, init_pretrainer
+from albert_tf.common import kinds
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -33,7 +34,9 @@ def export_checkpoint(config, checkpoint, export_path):
   albert_config.json (and the input's SentencePiece model) beside it.
 
   Returns:
-    (prefix written, whether the MLM/SOP heads were included).
+    (prefix written, whether the MLM/SOP heads were included, None or what the checkpoint holds
+     that the export leaves out, as one phrase: a fine-tuned task head, early exit's internal
+     classifiers; the official tool, building the pretraining model, leaves them out too).
   Raises:
     AlbertError: no checkpoint; the encoder does not match the config.
   """
@@ -47,4 +50,16 @@ def export_checkpoint(config, checkpoint, export_path):
   prefix = tf1.save_tf1_checkpoint(pretrainer if with_heads else pretrainer.encoder, export_path,
                                    global_step=step or 0)
   conversion.write_beside(prefix, formats.TF1, config, source.spm_model_file())
-  return prefix, with_heads
+  return prefix, with_heads, _left_out(source)
+
+
+def _left_out(source):
+  """None, or the task head (and early exit's classifiers) of a TF1/TF2 `source`, as a phrase."""
+  if source.name == formats.HF:
+    return None
+  held = source.held_kind()
+  if set(held.kinds) <= {kinds.ENCODER, kinds.PRETRAINER}:
+    return None
+  early = [n for n in source._shapes() if n.startswith(("early_exit/", "model/early_exit_"))]  # pylint: disable=protected-access
+  return (f"its {' or '.join(held.kinds)} head ({held.evidence})"
+          + (" and early exit's internal classifiers (early_exit/layer_*)" if early else ""))

@@ -44,6 +44,7 @@ from albert_tf.checkpoints.hf.heads import hf_label_names
 from albert_tf.checkpoints.hf.tensors import read_hf_tensors
 from albert_tf.checkpoints import model_source
 from albert_tf.checkpoints import official_names
+from albert_tf.checkpoints import tf2
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
@@ -87,7 +88,16 @@ def write_model(model, fmt, output, label_list=None):
 
 
 def _notes_on_what_is_lost(fmt, input_path, output_format, model_type, labels):
-  """What an HF input holds that a TF1 / TF2 output cannot, and what HF lacks (printed)."""
+  """What an HF input holds that a TF1 / TF2 output cannot, what HF lacks, and a TF2 input's
+  early-exit classifiers, which no conversion carries (printed). (A TF1 input's unused
+  variables, early exit's included, are named by `_note_unused`.)"""
+  if fmt == "tf2":
+    layers = sorted({name[len(tf2.EARLY_EXIT_PREFIX):].split("/")[0]
+                     for name in tf2.early_exit_variables(input_path)})
+    if layers:
+      print(f"note: early exit's internal classifiers are left out ({len(layers)} layers: "
+            f"{tf2.EARLY_EXIT_PREFIX}{{{','.join(layers)}}}/output_weights and output_bias): "
+            f"the {output_format} output holds the ordinary classifier only")
   if fmt != "hf" or output_format == "hf":
     return
   if labels:

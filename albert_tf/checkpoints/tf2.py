@@ -36,6 +36,30 @@ def restore_tf2_checkpoint(model, path):
     tf.train.Checkpoint(model=model).read(path).expect_partial()
 
 
+# Where our TF2 checkpoints keep early exit's internal classifiers (models/classifier.py).
+EARLY_EXIT_PREFIX = "model/early_exit_classifiers/"
+
+
+def early_exit_variables(path):
+  """Sorted names of the internal classifiers' variables in the TF2 checkpoint `path`."""
+  names = tf.compat.v1.train.NewCheckpointReader(path).get_variable_to_shape_map()
+  return sorted(name for name in names if name.startswith(EARLY_EXIT_PREFIX))
+
+
+def early_exit_difference(model, path):
+  """None when the TF2 checkpoint `path` and `model` agree on early exit (both with internal
+  classifiers, or both without); else one clause saying how they differ, naming the variable."""
+  held = bool(early_exit_variables(path))
+  wanted = bool(getattr(model, "early_exit", None))
+  first = f"{EARLY_EXIT_PREFIX}layer_1/output_weights (TF1: early_exit/layer_1/output_weights)"
+  if wanted and not held:
+    return f"it was trained without early exit: it lacks the internal classifiers, e.g. {first}"
+  if held and not wanted:
+    return (f"it was trained with --early_exit=patience: it holds internal classifiers, e.g. "
+            f"{first}, that a model without early exit has no place for")
+  return None
+
+
 def restore_tf2_model(model, path):
   """Restores every weight of `model` (encoder and head) from one of our checkpoints.
 
@@ -47,6 +71,10 @@ def restore_tf2_model(model, path):
     status.assert_existing_objects_matched()
   except AssertionError as e:
     status.expect_partial()
+    difference = early_exit_difference(model, path)
+    if difference:
+      raise AlbertError(f"{path}: {difference}; without --early_exit it answers as the full "
+                        f"model") from None
     raise AlbertError(f"{path}: checkpoint lacks weights of this model, e.g. "
                       f"{_first_unmatched(e)} (a pretraining checkpoint, or another task's?)"
                       ) from None

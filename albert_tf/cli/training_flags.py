@@ -2,6 +2,8 @@
 run_race.py, run_squad*.py): where the model comes from, and the runtime (the official TPU flags
 and our devices, precision and seeds) -> RuntimeConfig."""
 
+import sys
+
 from absl import flags
 
 from albert_tf.cli.command import define_once
@@ -29,6 +31,10 @@ def define_runtime_flags():
               "grpc://ip.address.of.tpu:8470 url.")
   # The TF2 model garden (and most TF2 TPU examples) spell it --tpu.
   define_once(flags.DEFINE_alias, "tpu", "tpu_name")
+  define_once(flags.DEFINE_float, "tpu_connect_timeout", None,
+              "Extra: seconds allowed for connecting to the TPU and initialising it (default "
+              "300) before the run gives up with one line (exit status 2); the address tried is "
+              "printed first. SIGTERM/SIGINT meanwhile: one line, exit 42.")
   define_once(flags.DEFINE_string, "tpu_zone", None, "GCE zone where the Cloud TPU is located in.")
   define_once(flags.DEFINE_string, "gcp_project", None,
               "Project name for the Cloud TPU-enabled project.")
@@ -93,4 +99,12 @@ def runtime_config(f=FLAGS):
       log_every_n_steps=f.log_every_n_steps, steps_per_loop=f.iterations_per_loop,
       recompute=f.recompute, deterministic=f.deterministic, seed=f.seed,
       worker_wait_seconds=f.worker_wait_seconds, xla_whole_step=f.xla_whole_step,
-      pad_eval_batches=f.pad_eval_batches)
+      pad_eval_batches=f.pad_eval_batches, tpu_connect_timeout=f.tpu_connect_timeout,
+      tpu_name_spelling=_tpu_spelling())
+
+
+def _tpu_spelling(argv=None):
+  """"tpu" when the TPU was named with --tpu (the model garden's alias), else "tpu_name"."""
+  argv = sys.argv if argv is None else argv
+  return "tpu" if any(a in ("--tpu", "-tpu") or a.startswith(("--tpu=", "-tpu="))
+                      for a in argv) else "tpu_name"

@@ -27,6 +27,7 @@ from albert_tf.checkpoints import formats
 from albert_tf.checkpoints import init as checkpoint_init
 from albert_tf.checkpoints import integrity
 from albert_tf.checkpoints import tf1
+from albert_tf.checkpoints import tf2
 from albert_tf.errors import AlbertError
 
 BEST_CHECKPOINT = output_layout.BEST_CHECKPOINT
@@ -324,6 +325,12 @@ class TrainingCheckpoints:
       raise AlbertError(f"{latest}: --output_dir holds an official TF1 checkpoint, which has "
                         f"no resumable training state here; train from it with "
                         f"--init_checkpoint={latest} and a new --output_dir")
+    # A mode change would lose the internal classifiers silently (or never restore them).
+    difference = tf2.early_exit_difference(getattr(self.checkpoint, "model", None), latest)
+    if difference:
+      raise AlbertError(f"{latest}: the run in --output_dir cannot resume with another early-exit "
+                        f"mode: {difference}; resume with the --early_exit it was started with, "
+                        f"or start a new --output_dir with --init_checkpoint={latest}")
     try:
       self.checkpoint.restore(latest).assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.OpError) as e:

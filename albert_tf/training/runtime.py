@@ -39,6 +39,10 @@ class RuntimeConfig:
   tpu_zone: Optional[str] = None
   gcp_project: Optional[str] = None
   master: Optional[str] = None
+  # Seconds allowed for connecting to the TPU (None: strategy.TPU_CONNECT_TIMEOUT_S), and how the
+  # user spelled the TPU's flag ("tpu" or "tpu_name"), for messages.
+  tpu_connect_timeout: Optional[float] = None
+  tpu_name_spelling: str = "tpu_name"
   precision: str = "fp32"
   jit_compile: bool = False
   gradient_accumulation_steps: int = 1

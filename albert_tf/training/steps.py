@@ -6,11 +6,14 @@ benchmarks call these directly. Shapes: a replica's training element is [K * b, 
 accumulation micro-batches of b examples), cut into [K, b, ...] by `micro_batches`.
 """
 
+import contextlib
 import dataclasses
 
 from absl import logging
 import tensorflow as tf
 import tf_keras
+
+from albert_tf.models import early_exit as early_exit_loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,11 +24,19 @@ class StepOptions:
   clip_norm: global-norm gradient clipping (None/0 disables).
   jit_compile: XLA-compile the forward/backward computation.
   xla_whole_step: XLA-compile the whole replica step and the eval/predict step, as a TPU does.
+  on_tpu: the steps run on a TPU (compiled by XLA whatever the flags say).
   """
   accumulation_steps: int = 1
   clip_norm: float = 1.0
   jit_compile: bool = False
   xla_whole_step: bool = False
+  on_tpu: bool = False
+
+  def inference_shapes(self):
+    """Where eval/predict steps are traced: compiled by XLA (--xla_whole_step, a TPU), a
+    model's data-dependent loops keep static shapes (early exit's, models/early_exit.py)."""
+    compiled = self.xla_whole_step or self.on_tpu
+    return early_exit_loop.static_shapes() if compiled else contextlib.nullcontext()
 
 
 def build_variables(model, task, optimizer, strategy, element_spec):
@@ -218,7 +229,8 @@ def eval_step(model, task, strategy, metrics, eval_batch_size, options=StepOptio
   for a real example) masks padding rows out of the loss, the metrics and the count."""
 
   def replica_eval(features, labels, real=None):
-    outputs = model(features, training=False)
+    with options.inference_shapes():
+      outputs = model(features, training=False)
     if real is not None and labels:
       # Padding rows weigh 0 in the loss and the streaming metrics.
       weights = real * tf.cast(labels.get("is_real_example", 1.0), tf.float32)
@@ -244,7 +256,9 @@ def eval_step(model, task, strategy, metrics, eval_batch_size, options=StepOptio
 
 def predict_step(model, strategy, options=StepOptions()):
   """One compiled predict step `predict_step(features)`: per replica, the model's outputs."""
-  replica_predict = lambda x: model(x, training=False)
+  def replica_predict(features):
+    with options.inference_shapes():
+      return model(features, training=False)
   if options.xla_whole_step:
     replica_predict = tf.function(replica_predict, jit_compile=True, autograph=False)
   return tf.function(lambda f: strategy.run(replica_predict, args=(f,)),

@@ -7,7 +7,9 @@ one-line AlbertError here, before TensorFlow sees it.
 import contextlib
 import json
 import os
+import signal
 import socket
+import sys
 import threading
 
 import tensorflow as tf
@@ -21,11 +23,11 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrore
 
 # Seconds allowed for finding a named TPU (the GCE metadata server and the Cloud TPU API), for a
 # TCP connection to its address, and for TensorFlow to connect to it and initialise it (which,
-# when the address answers but is no TPU, TensorFlow would wait for forever). Initialising a
-# large pod slice takes minutes.
+# when the address answers but is no TPU, TensorFlow would wait for forever; --tpu_connect_timeout).
+# Initialising a large pod slice takes minutes.
 TPU_LOOKUP_TIMEOUT_S = 60
 TPU_PROBE_TIMEOUT_S = 15
-TPU_CONNECT_TIMEOUT_S = 600
+TPU_CONNECT_TIMEOUT_S = 300
 
 # Task types TensorFlow allows in TF_CONFIG's "task" without a list of them in "cluster".
 _TASKS_OUTSIDE_CLUSTER = ("evaluator",)
@@ -128,43 +130,111 @@ def _check_reachable(address, flag):
     raise AlbertError(f"{flag}: cannot reach the TPU at {host}:{port} ({reason})") from None
 
 
-def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master):
-  tpu = tpu_name or master or ""
-  flag = f"--tpu_name={tpu_name}" if tpu_name else (f"--master={master}" if master else
-                                                    "--use_tpu")
+@contextlib.contextmanager
+def _stopped_by_signals(what):
+  """SIGTERM/SIGINT during the block end the process with one line and exit status 42, even
+  while the main thread waits inside TensorFlow's C++ code (where no Python signal handler
+  runs): Python's C-level handler writes the signal's number to a wakeup socket, and a watcher
+  thread ends the process. Only for set-up, when nothing is being written (main thread only)."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  reader, writer = socket.socketpair()
+  writer.setblocking(False)
+  previous = {sig: signal.signal(sig, lambda signum, frame: None)
+              for sig in (signal.SIGTERM, signal.SIGINT)}
+  previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+  def watch():
+    data = reader.recv(1)
+    if data:
+      errors.end_with_last_line(
+          f"stopped by {signal.Signals(data[0]).name} while {what}: nothing was started (exit "
+          f"status {errors.EXIT_STOPPED_BY_SIGNAL})", errors.EXIT_STOPPED_BY_SIGNAL)
+
+  watcher = threading.Thread(target=watch, daemon=True, name="tpu-connect-signals")
+  watcher.start()
   try:
-    # A TPU name is looked up with the GCE metadata server (project, zone) and the Cloud TPU
-    # API; urllib waits without a time limit there.
-    with _deadline(TPU_LOOKUP_TIMEOUT_S, f"{flag}: looking up the TPU took more than "
-                   f"{TPU_LOOKUP_TIMEOUT_S} s (is this a Google Cloud VM? elsewhere pass "
-                   f"--tpu_name=grpc://<TPU address>:8470)"):
-      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-          tpu=tpu, zone=tpu_zone, project=gcp_project)
-  except OSError as e:  # urllib's URLError: no metadata server here
-    reason = getattr(e, "reason", None) or e
+    yield
+  finally:
+    signal.set_wakeup_fd(previous_fd)
+    for sig, handler in previous.items():
+      signal.signal(sig, handler)
+    writer.close()  # the watcher reads the end of the stream and returns
+    watcher.join()
+    reader.close()
+
+
+def tpu_flag(use_tpu=False, tpu_name=None, master=None, tpu_name_spelling="tpu_name"):
+  """The flag that asked for the TPU, as the user typed it, for messages: `--tpu=...` (or
+  `--tpu_name=...`, per `tpu_name_spelling`), `--master=...`, `--use_tpu`, or `--strategy=tpu`."""
+  if tpu_name:
+    return f"--{tpu_name_spelling}={tpu_name}"
+  if master:
+    return f"--master={master}"
+  return "--use_tpu" if use_tpu else "--strategy=tpu"
+
+
+def _lookup_problem(error, name_flag):
+  """What to do about an exception of the TPU name lookup (the GCE metadata server, the Cloud
+  TPU API and its client libraries), as one clause; name_flag: --tpu or --tpu_name."""
+  if isinstance(error, ImportError):
+    return (f"the Cloud TPU client is not installed ({_first_line(error)}): pip install "
+            f"google-api-python-client oauth2client")
+  if isinstance(error, OSError):  # urllib's URLError: no metadata server here
+    reason = getattr(error, "reason", None) or error
     reason = getattr(reason, "strerror", None) or _first_line(reason)
-    raise AlbertError(f"{flag}: cannot look up the TPU: the GCE metadata server is not "
-                      f"reachable ({reason}); a TPU name works on a Google Cloud VM, elsewhere "
-                      f"pass --tpu_name=grpc://<TPU address>:8470") from None
-  except Exception as e:  # pylint: disable=broad-except
-    # The Cloud TPU client raises what its HTTP and discovery libraries raise.
-    raise AlbertError(f"{flag}: cannot look up the TPU ({type(e).__name__}: "
-                      f"{_first_line(e)})") from None
-  if tpu not in ("", "local") and resolver.master().startswith("grpc://"):
-    _check_reachable(resolver.master(), flag)
-  try:
-    with _deadline(TPU_CONNECT_TIMEOUT_S, f"{flag}: the TPU did not answer within "
-                   f"{TPU_CONNECT_TIMEOUT_S} s"):
-      if tpu not in ("", "local"):
-        tf.config.experimental_connect_to_cluster(resolver)
-      tf.tpu.experimental.initialize_tpu_system(resolver)
-  except (ValueError, RuntimeError, tf.errors.OpError) as e:
-    raise AlbertError(f"{flag}: cannot reach the TPU ({_first_line(e)})") from None
+    return (f"the GCE metadata server is not reachable ({reason}); a TPU name works on a "
+            f"Google Cloud VM")
+  if "Credentials" in type(error).__name__:  # oauth2client / google.auth
+    return ("no Google Cloud credentials were found: run `gcloud auth application-default "
+            "login` or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file")
+  if isinstance(error, ValueError) and "TPU Name" in str(error):  # no name, no local TPU
+    return f"no TPU is named and this host has none: name it with {name_flag}=<TPU name>"
+  return f"{type(error).__name__}: {_first_line(error)}"
+
+
+def _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, flag, name_flag, connect_timeout):
+  tpu = tpu_name or master or ""
+  where = f" in zone {tpu_zone}" if tpu_zone else ""
+  where += f" of project {gcp_project}" if gcp_project else ""
+  with _stopped_by_signals(f"looking up the TPU ({flag})"):
+    try:
+      # A TPU name is looked up with the GCE metadata server (project, zone) and the Cloud TPU
+      # API (which needs credentials); urllib waits without a time limit there.
+      with _deadline(TPU_LOOKUP_TIMEOUT_S, f"{flag}: looking up the TPU took more than "
+                     f"{TPU_LOOKUP_TIMEOUT_S} s (is this a Google Cloud VM? elsewhere pass "
+                     f"{name_flag}=grpc://<TPU address>:8470)"):
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=tpu, zone=tpu_zone, project=gcp_project)
+        address = resolver.master()
+    except Exception as e:  # pylint: disable=broad-except
+      raise AlbertError(f"{flag}: cannot look up the TPU {tpu or '(local)'}{where}: "
+                        f"{_lookup_problem(e, name_flag)}; or give its address: "
+                        f"{name_flag}=grpc://<TPU address>:8470") from None
+  if connect_timeout is None:
+    connect_timeout = TPU_CONNECT_TIMEOUT_S
+  if connect_timeout <= 0:
+    raise AlbertError(f"--tpu_connect_timeout={connect_timeout} is invalid: expected > 0")
+  print(f"connecting to the TPU at {address or 'this host'} ({flag}; giving up after "
+        f"{connect_timeout:g} s, --tpu_connect_timeout)", file=sys.stderr, flush=True)
+  with _stopped_by_signals(f"connecting to the TPU at {address or 'this host'} ({flag})"):
+    if tpu not in ("", "local") and address.startswith("grpc://"):
+      _check_reachable(address, flag)
+    try:
+      with _deadline(connect_timeout, f"{flag}: the TPU at {address} did not answer within "
+                     f"{connect_timeout:g} s (--tpu_connect_timeout)"):
+        if tpu not in ("", "local"):
+          tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as e:
+      raise AlbertError(f"{flag}: cannot reach the TPU ({_first_line(e)})") from None
   return tf.distribute.TPUStrategy(resolver)
 
 
 def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-                 master=None, num_gpus=None, worker_wait_seconds=None):
+                 master=None, num_gpus=None, worker_wait_seconds=None, tpu_connect_timeout=None,
+                 tpu_name_spelling="tpu_name"):
   """Returns the strategy the official flags (and our --strategy override) ask for.
 
   Order when `strategy` is None/"auto": TPU if use_tpu or tpu_name; MultiWorkerMirroredStrategy
@@ -179,6 +249,9 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
     worker_wait_seconds: for "multi_worker_mirrored": how long to wait for the other workers
       of TF_CONFIG before giving up with one line (default `cluster.DEFAULT_WAIT_S`; see
       albert_tf/training/cluster.py).
+    tpu_connect_timeout: for a TPU: seconds allowed for connecting to it and initialising it
+      (default `TPU_CONNECT_TIMEOUT_S`); SIGTERM/SIGINT meanwhile: one line, exit status 42.
+    tpu_name_spelling: "tpu" or "tpu_name": how the user spelled the TPU flag (for messages).
   """
   name = (strategy or "auto").lower()
   if name not in STRATEGIES:
@@ -194,7 +267,9 @@ def get_strategy(strategy=None, use_tpu=False, tpu_name=None, tpu_zone=None, gcp
     else:
       name = "default"
   if name == "tpu":
-    return _tpu_strategy(tpu_name, tpu_zone, gcp_project, master)
+    flag = tpu_flag(use_tpu, tpu_name, master, tpu_name_spelling)
+    return _tpu_strategy(tpu_name, tpu_zone, gcp_project, master, flag,
+                         f"--{tpu_name_spelling}", tpu_connect_timeout)
   if name == "multi_worker_mirrored":
     config = read_tf_config(require_task=True)
     if not config:
@@ -223,7 +298,9 @@ def make_strategy(runtime):
   return get_strategy(
       strategy=runtime.strategy, use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name,
       tpu_zone=runtime.tpu_zone, gcp_project=runtime.gcp_project, master=runtime.master,
-      worker_wait_seconds=runtime.worker_wait_seconds)
+      worker_wait_seconds=runtime.worker_wait_seconds,
+      tpu_connect_timeout=runtime.tpu_connect_timeout,
+      tpu_name_spelling=runtime.tpu_name_spelling)
 
 
 def is_tpu_strategy(strategy):

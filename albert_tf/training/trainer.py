@@ -129,7 +129,8 @@ class Trainer:
     self.precision = precision
     self.accumulation_steps = int(gradient_accumulation_steps)
     self.step_options = steps_lib.StepOptions(self.accumulation_steps, clip_norm,
-                                              bool(jit_compile), self.xla_whole_step)
+                                              bool(jit_compile), self.xla_whole_step,
+                                              self.on_tpu)
     self.save_checkpoints_steps = int(save_checkpoints_steps or 0)
     self.keep_checkpoint_max = keep_checkpoint_max or None
     self.log_every_n_steps = max(1, int(log_every_n_steps or 1))

@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-def _set_heads(model, constant):
+def set_heads(model, constant):
   """Internal heads answering class 0 whatever the input (constant), else random ones."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
@@ -45,7 +45,7 @@ def _set_heads(model, constant):
                             np.zeros([2], np.float32))
 
 
-def _mixed_inputs(batch, seq, vocab=30000):
+def mixed_inputs(batch, seq, vocab=30000):
   """Token inputs [batch, seq]: the first half of the rows one random sequence (A), the rest
   another (B), every position real."""
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -56,14 +56,14 @@ def _mixed_inputs(batch, seq, vocab=30000):
               segment_ids=(np.arange(seq)[None] >= seq // 2).astype(np.int32).repeat(batch, 0))
 
 
-def _set_mixed_heads(model, seq):
+def set_mixed_heads(model, seq):
   """Internal heads under which, at patience 1, input A leaves at layer 2 and input B runs every
   layer: even layers answer class 0 for anything (bias); odd layers answer 0 for A and 1 for B
   (the direction between their pooled outputs at that layer), so B never answers the same twice
   in a row."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   encoder = model.encoder
-  inputs = _mixed_inputs(2, seq, encoder.config.vocab_size)
+  inputs = mixed_inputs(2, seq, encoder.config.vocab_size)
   hidden = encoder(inputs, training=False)["encoder_outputs"]
   for layer, head in enumerate(model.early_exit_classifiers.heads, start=1):
     pooled = encoder.pooler(hidden[layer - 1][:, 0, :]).numpy().astype(np.float64)
@@ -104,15 +104,15 @@ def build_signatures(work_dir, config, seq, patiences, exit_layers, mixed):
                                                  ["0", "1"], seq)).signatures["token_ids"]
 
   fns = {"full depth": export("full")}
-  _set_heads(model, constant=False)
+  set_heads(model, constant=False)
   for p in patiences:
     fns[f"patience {p}"] = export(f"patience_{p}", p)
   fns[f"patience {layers - 1}"] = export("patience_no_exit", layers - 1)
-  _set_heads(model, constant=True)
+  set_heads(model, constant=True)
   for k in exit_layers:
     fns[f"exit at layer {k}"] = export(f"exit_{k}", k - 1)
   if mixed:
-    _set_mixed_heads(model, seq)
+    set_mixed_heads(model, seq)
     fns["mixed batch"] = export("mixed", 1)
   return plain, fns
 
@@ -121,7 +121,7 @@ def signature_calls(fns, batch, seq, vocab=30000):
   """({row name: call()} of build_signatures' exports on one batch of _mixed_inputs (the mixed
   batch only at batch > 1), the batch as numpy arrays)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  arrays = _mixed_inputs(batch, seq, vocab)
+  arrays = mixed_inputs(batch, seq, vocab)
   inputs = {k: tf.constant(v) for k, v in arrays.items()}
   calls = {name: (lambda f=fn: f(**inputs)) for name, fn in fns.items()
            if batch > 1 or name != "mixed batch"}

@@ -131,3 +131,24 @@ def test_convert_command_line_both_ways(tmp_path):
   assert bad.stderr.strip().splitlines()[-1] == (
       f"error: {tmp_path / 'tf1' / 'model.ckpt'}: no albert_config.json beside the checkpoint; "
       "pass --albert_config_file")
+
+
+def test_early_exit_tf2_checkpoint_names_what_it_leaves_out(tmp_path, capsys):
+  from albert_tf.checkpoints import tf2  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  config_file = tmp_path / "albert_config.json"
+  config = AlbertConfig.from_dict(tiny_config_dict(num_hidden_layers=3))
+  config.to_json_file(config_file)
+  model = AlbertClassifier(config, 2, early_exit="patience")
+  tf2.save_tf2_checkpoint(model, str(tmp_path / "ee" / "ckpt-1"))
+  for fmt in ("tf1", "hf"):
+    capsys.readouterr()
+    convert(config_file, str(tmp_path / "ee" / "ckpt-1"), str(tmp_path / fmt / "out"),
+            output_format=fmt)
+    notes = [l for l in capsys.readouterr().out.splitlines() if "early exit" in l]
+    assert notes == [
+        "note: early exit's internal classifiers are left out (2 layers: "
+        "model/early_exit_classifiers/{layer_1,layer_2}/output_weights and output_bias): "
+        f"the {fmt} output holds the ordinary classifier only"], notes
+  back = read_all(str(tmp_path / "tf1" / "out"))
+  assert "output_weights" in back and not any(n.startswith("early_exit/") for n in back)

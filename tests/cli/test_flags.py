@@ -20,7 +20,11 @@ def test_recompute_flag_reaches_the_trainer_kwargs():
                             gradient_accumulation_steps=1, log_every_n_steps=1,
                             iterations_per_loop=10, recompute="layer", deterministic=False,
                             seed=None, worker_wait_seconds=30, xla_whole_step=False,
-                            pad_eval_batches=False)
+                            pad_eval_batches=False, tpu_connect_timeout=5)
   assert training_flags.runtime_config(f).trainer_kwargs()["recompute"] == "layer"
+  assert training_flags.runtime_config(f).tpu_connect_timeout == 5
+  # Messages name the TPU's flag as the user typed it.
+  assert training_flags._tpu_spelling(["x", "--tpu=grpc://h:8470"]) == "tpu"  # pylint: disable=protected-access
+  assert training_flags._tpu_spelling(["x", "--tpu_name=t"]) == "tpu_name"  # pylint: disable=protected-access
   assert training_flags.runtime_config(f).worker_wait_seconds == 30
   assert flags.FLAGS["worker_wait_seconds"].default == 600

@@ -2,6 +2,9 @@
 
 import json
 import os
+import pathlib
+
+import numpy as np
 
 from tests.helpers import glue_fixtures
 from tests.helpers import scripts
@@ -107,3 +110,55 @@ def run_serving_client(tmp_dir, calls, tensorflow_text):
   for call, result in zip(calls, results):
     assert "__error__" not in result, f"{call['signature']}: {result['__error__']}"
   return results
+
+
+def feature_records(path):
+  """{input_ids, input_mask, segment_ids: int32 [N, length]}, label_ids int [N] of a record."""
+  records = scripts.read_feature_records(str(path), ("input_ids", "input_mask", "segment_ids",
+                                                     "label_ids"))
+  labels = records.pop("label_ids")[:, 0]
+  return {k: v.astype(np.int32) for k, v in records.items()}, labels
+
+
+def disagreeing_early_exit_checkpoint(root, record_files, layers=4):
+  """A 4-layer early-exit classifier (encoder and heads drawn from a seed) under which, at
+  patience 1, the examples of each of `record_files` (TFRecords of MRPC features) exit at three
+  or more different layers, the first example early and another of its batch of 4 at the last
+  layer; saved as TF1 model.ckpt-1. Returns (config path, checkpoint prefix, the model)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import tf1  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.models.classifier import AlbertClassifier  # pylint: disable=g-import-not-at-top
+  from tests.helpers.tiny_config import write_tiny_config  # pylint: disable=g-import-not-at-top
+  root = pathlib.Path(root)
+  config = write_tiny_config(root / f"albert_config_l{layers}.json", num_hidden_layers=layers)
+  inputs = [feature_records(path)[0] for path in record_files]
+  for seed in range(40):
+    tf.random.set_seed(seed)
+    model = AlbertClassifier(AlbertConfig.from_json_file(config), 2, early_exit="patience")
+    heads = model.early_exit_classifiers.heads + [model.classifier_head]
+    rng = np.random.default_rng(seed)
+    for head in heads:
+      head.output_weights.assign(
+          5 * rng.normal(size=head.output_weights.shape).astype(np.float32))
+    # Each layer's boundary in the widest gap between the middle half of these examples'
+    # margins: it splits them about in half, and no example sits near it (where compiled and
+    # uncompiled rounding could answer differently).
+    layer_logits = np.concatenate([model(x, training=False)["layer_logits"].numpy()
+                                   for x in inputs])
+    for layer, head in enumerate(heads):
+      margin = np.sort(layer_logits[:, layer, 0] - layer_logits[:, layer, 1])
+      n = len(margin)
+      k = max(range(n // 4, max(n // 4 + 1, 3 * n // 4)), key=lambda i: margin[i + 1] - margin[i])
+      head.output_bias.assign(np.array([-(margin[k] + margin[k + 1]) / 2, 0.0], np.float32))
+    model.patience = 1
+    exits = [model(x, training=False)["exit_layer"].numpy() for x in inputs]
+    # Wanted: a batch's first example leaving early while another of its batch (of 4) runs
+    # every layer: the case compiled shrinking batches got wrong.
+    if all(e[0] < layers and layers in e[:4] and len(set(e.tolist())) > 2 for e in exits):
+      break
+  else:
+    raise AssertionError(f"no seed gives split exits on {record_files}: {exits}")
+  prefix = str(root / "disagreeing" / "model.ckpt-1")
+  tf1.save_tf1_checkpoint(model, prefix, global_step=1)
+  return config, prefix, model

@@ -13,6 +13,10 @@ SQuAD v2 and RACE, through the one runner the run_*.py scripts call:
   * the whole replica step (forward, loss, backward, clipping, optimizer update, metrics,
     accumulation) compiled with jit_compile=True on one replica (`--xla_whole_step`; XLA has
     no CPU kernel for the cross-replica sum), and for MRPC the eval step too;
+  * with TPU_SIMULATION_EIGHT_DEVICES=all (or naming mrpc and mrpc_early_exit): early exit
+    (patience 1, a 4-layer checkpoint whose examples leave at different layers) evaluated and
+    predicted on the 8 devices, on one replica and compiled by XLA (`_early_exit`; several
+    minutes of tracing on 2 cores, so not in the default run);
 and writes OUT_DIR/report.json: per task the element specs of every mode, the summaries, the
 eval files and prediction files of both runs, for the test to check in many ways.
 """
@@ -122,6 +126,41 @@ def _run_task(name, make_task, run_kwargs, out_dir, prediction_files, report,
   entry["pipelines_files"] = {f: _read(os.path.join(pipelines_dir, f))
                               for f in ["eval_results.txt"] + prediction_files}
   entry["seconds"]["pipelines"] = round(time.time() - started - entry["seconds"]["total"], 1)
+
+
+def _early_exit(out_dir, data_dir, spm, common, report):
+  """MRPC with early exit at patience 1: a 4-layer checkpoint whose examples leave at different
+  layers (the first of a batch early, another of it at the last layer), evaluated and predicted
+  on the 8 devices (padded, uncompiled), on one replica (uncompiled) and compiled whole by XLA
+  (one replica, as a TPU compiles every step): report["mrpc_early_exit"][run] holds each run's
+  eval_results.txt, test_results.tsv and exit_layers.tsv."""
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.tasks.glue import ClassificationTask, GlueConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import runner  # pylint: disable=g-import-not-at-top
+  from albert_tf.training.runtime import RuntimeConfig  # pylint: disable=g-import-not-at-top
+  from tests.helpers import finetune  # pylint: disable=g-import-not-at-top
+  started = time.time()
+  records = [os.path.join(out_dir, "mrpc", "eight", f"mrpc_{mode}.tf_record")
+             for mode in ("eval", "predict")]  # the MRPC runs' features: the same inputs
+  config, prefix, _ = finetune.disagreeing_early_exit_checkpoint(
+      os.path.join(out_dir, "early_exit"), records)
+  runtimes = {
+      "eight": RuntimeConfig(strategy="mirrored", pad_eval_batches=True, seed=0),
+      "one": RuntimeConfig(strategy="default", seed=0),
+      "whole_step": RuntimeConfig(strategy="default", xla_whole_step=True, seed=0)}
+  entry = report.setdefault("mrpc_early_exit", {})
+  for label, runtime in runtimes.items():
+    run_dir = os.path.join(out_dir, "mrpc_early_exit", label)
+    task = ClassificationTask(GlueConfig(
+        task_name="MRPC", albert_config=AlbertConfig.from_json_file(config), data_dir=data_dir,
+        max_seq_length=32, cached_dir=run_dir, spm_model_file=spm, init_checkpoint=prefix,
+        early_exit="patience", early_exit_patience=1))
+    runner.run(task, runner.RunConfig(output_dir=run_dir, **dict(
+        common, do_train=False, do_eval=True, do_predict=True)), runtime)
+    entry[label] = {f: _read(os.path.join(run_dir, f))
+                    for f in ("eval_results.txt", "test_results.tsv", "exit_layers.tsv")}
+  entry["seconds"] = round(time.time() - started, 1)
+  print(f"tpu_simulation: mrpc_early_exit: {entry['seconds']} s", file=sys.stderr, flush=True)
 
 
 def _whole_step(name, make_task, run_kwargs, out_dir, entry, runtime, with_eval, started):
@@ -270,6 +309,10 @@ def main(out_dir):
       data_dir=os.path.join(glue_dir, "MRPC"), max_seq_length=32, cached_dir=d,
       spm_model_file=spm)), dict(common, do_predict=True), out_dir, ["test_results.tsv"], report,
       whole_step_eval=True)
+
+  if (not ONLY or "mrpc" in ONLY) and (EIGHT_DEVICE_TASKS is None or {
+      "mrpc", "mrpc_early_exit"} <= EIGHT_DEVICE_TASKS):
+    _early_exit(out_dir, os.path.join(glue_dir, "MRPC"), spm, common, report)
 
   race_dir = os.path.join(out_dir, "race")
   finetune.write_race(race_dir, files_per_level=3)  # 12 questions per split

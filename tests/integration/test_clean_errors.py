@@ -121,14 +121,14 @@ def test_unreachable_tpu_is_one_line_and_fast(pretraining_flags, tmp_path):
 
 
 def test_tpu_flag_of_the_model_garden_names_the_tpu(pretraining_flags, tmp_path):
-  # `--tpu=my-tpu` is --tpu_name. Off Google Cloud a TPU name cannot be looked up: the GCE
+  # `--tpu=my-tpu` is --tpu_name (and named as typed). Off Google Cloud a TPU name cannot be looked up: the GCE
   # metadata server is pointed at a closed port (as on a machine without one; no DNS wait).
   proc = _run("run_pretraining.py", pretraining_flags + ["--tpu=my-tpu"], tmp_path,
               env={"GCE_METADATA_HOST": f"127.0.0.1:{_closed_port()}"}, timeout=90)
   line = _one_line_error(proc)
-  assert line.startswith("error: --tpu_name=my-tpu: cannot look up the TPU: the GCE metadata "
-                         "server is not reachable (Connection refused)"), line
-  assert "--tpu_name=grpc://" in line  # what to do instead
+  assert line.startswith("error: --tpu=my-tpu: cannot look up the TPU my-tpu: the GCE "
+                         "metadata server is not reachable (Connection refused)"), line
+  assert line.endswith("--tpu=grpc://<TPU address>:8470")  # what to do instead
 
 
 # ------------------------------------------------------------------------------ a full disk

@@ -90,6 +90,47 @@ def test_export_answers_with_exit_layer_as_the_run_predicted(mrpc_run):
   assert got == exit_layers
 
 
+def test_resuming_without_early_exit_refuses_in_one_line(setup, mrpc_run):
+  # Going on would drop the internal classifiers from every later checkpoint silently.
+  args = [a for a in _job_args(setup) if a != "--early_exit=patience"]
+  proc = scripts.run_script("run_classifier.py", args + [
+      "--task_name=MRPC", "--data_dir=glue", "--output_dir=out", "--do_train",
+      "--train_step=6"], cwd=str(mrpc_run))
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr, scripts.describe(proc)
+  line = scripts.last_line(proc.stderr)
+  assert line.startswith("error: ") and "ckpt-3: the run in --output_dir cannot resume with " \
+      "another early-exit mode: it was trained with --early_exit=patience: it holds internal " \
+      "classifiers, e.g. model/early_exit_classifiers/layer_1/output_weights" in line, line
+  assert line.endswith("resume with the --early_exit it was started with, or start a new "
+                       "--output_dir with --init_checkpoint=out/ckpt-3") or \
+      line.endswith("ckpt-3"), line
+  assert not (mrpc_run / "out" / "ckpt-6.index").exists()
+
+
+def test_convert_and_export_checkpoints_name_what_they_leave_out(mrpc_run):
+  # The trainer's TF2 ckpt-3 converted to TF1, and the official export_checkpoints.py of
+  # model.ckpt-best: one line each naming the internal classifiers they do not carry.
+  proc = scripts.run_script("albert_tf/cli/convert.py", [
+      "--input_checkpoint=out/ckpt-3", "--output_checkpoint=converted/model.ckpt",
+      "--output_format=tf1"], cwd=str(mrpc_run))
+  assert proc.returncode == 0, scripts.describe(proc)
+  assert [l for l in proc.stdout.splitlines() if "early exit" in l] == [
+      f"note: early exit's internal classifiers are left out ({LAYERS - 1} layers: "
+      "model/early_exit_classifiers/{layer_1,layer_2}/output_weights and output_bias): the "
+      "tf1 output holds the ordinary classifier only"], proc.stdout
+  proc = scripts.run_script("export_checkpoints.py", [
+      "--albert_directory=out", "--export_path=exported/model.ckpt"], cwd=str(mrpc_run))
+  assert proc.returncode == 0, scripts.describe(proc)
+  notes = [l for l in proc.stdout.splitlines() if l.startswith("note:")]
+  assert notes == [
+      "note: left out, as by the official export_checkpoints.py: its classifier head "
+      "(output_weights [2, 32]) and early exit's internal classifiers (early_exit/layer_*); "
+      "python -m albert_tf.cli.convert keeps a fine-tuned head"], proc.stdout
+  exported = scripts.checkpoint_variables(str(mrpc_run / "exported" / "model.ckpt"))
+  assert "output_weights" not in exported and not any(n.startswith("early_exit/")
+                                                        for n in exported)
+
+
 def test_patience_sweep_run_evaluates_the_best_checkpoint_at_another_patience(setup, mrpc_run):
   # The docs' sweep: --do_eval alone, the fine-tuned model.ckpt-best (TF1 names, internal
   # classifiers included) as --init_checkpoint, a patience no example can reach in 3 layers.
@@ -120,3 +161,35 @@ def test_regression_on_own_data_predicts_exit_layers(setup):
   assert rows[0] == ["id", "prediction", "exit_layer"] and len(rows) == 4
   # Any change counts as unchanged under that threshold: every answer leaves at layer 2.
   assert [r[2] for r in rows[1:]] == ["2", "2", "2"]
+
+
+
+def test_xla_whole_step_answers_as_the_uncompiled_run(setup, mrpc_run):
+  # A 4-layer early-exit model evaluated and predicted compiled by XLA (as every TPU step is),
+  # batches of 4 padded (6 dev, 5 test examples): each example's exit layer and answer as the
+  # same model's uncompiled (eager) ones.
+  root = setup["root"]
+  config, prefix, model = finetune.disagreeing_early_exit_checkpoint(
+      root, [mrpc_run / "out" / f"mrpc_{mode}.tf_record" for mode in ("eval", "predict")])
+  proc = scripts.run_script("run_classifier.py", _job_args(
+      setup, f"--albert_config_file={config}", "--task_name=MRPC", "--data_dir=glue",
+      "--output_dir=xla", f"--init_checkpoint={prefix}", "--do_eval", "--do_predict",
+      "--xla_whole_step", "--early_exit_patience=1"), cwd=str(root))
+  assert proc.returncode == 0, scripts.describe(proc)
+
+  def uncompiled(mode):
+    features, labels = finetune.feature_records(root / "xla" / f"mrpc_{mode}.tf_record")
+    out = model(features, training=False)
+    return labels, out["exit_layer"].numpy(), out["probabilities"].numpy()
+
+  _, exit_layers, probabilities = uncompiled("predict")
+  assert len(set(exit_layers.tolist())) > 1, exit_layers  # the batches really were split
+  assert [int(r[1]) for r in _rows(root / "xla" / "exit_layers.tsv")[1:]] == exit_layers.tolist()
+  np.testing.assert_allclose(np.loadtxt(root / "xla" / "test_results.tsv"), probabilities,
+                             atol=1e-5)
+  labels, exit_layers, probabilities = uncompiled("eval")
+  results = dict(line.split(" = ") for line in
+                 (root / "xla" / "eval_results.txt").read_text().splitlines() if " = " in line)
+  assert float(results["eval_mean_exit_layer"]) == pytest.approx(exit_layers.mean())
+  assert float(results["eval_accuracy"]) == pytest.approx(
+      (probabilities.argmax(-1) == labels).mean())

@@ -6,13 +6,15 @@ import types
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras
 
-from albert_tf.checkpoints import official_names, tf1
+from albert_tf.checkpoints import official_names, tf1, tf2
 from albert_tf.checkpoints.init import init_from_checkpoint, restore_model_weights
 from albert_tf.errors import AlbertError
 from albert_tf.heads.early_exit import layer_loss_weights, patience_exit_reference
 from albert_tf.models import build
 from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.early_exit import static_shapes
 from albert_tf.tasks.glue import ClassificationTask
 from tests.helpers.tiny_config import tiny_albert_config
 
@@ -52,6 +54,9 @@ def _inference(model, features, patience):
 @pytest.mark.parametrize("is_regression,config", [(False, {}), (True, {}),
                                                   (False, {"num_hidden_groups": 2})])
 def test_loop_answers_each_example_at_its_exit_layer(is_regression, config):
+  # Seeded weights: compiled and uncompiled rounding differ, so an example whose answer is a
+  # near-tie could flip; these weights are known to have none.
+  tf_keras.utils.set_random_seed(0)
   model, plain = _pair(1 if is_regression else 3, is_regression, **config)
   features = _features()
   # Every layer's logits from one full pass: the reference rule says where each example exits.
@@ -68,6 +73,18 @@ def test_loop_answers_each_example_at_its_exit_layer(is_regression, config):
     # An example that left at layer k keeps layer k's answer while the others went on.
     np.testing.assert_allclose(out["logits"], logits, rtol=1e-5, atol=1e-5)
     seen.update(out["exit_layer"].tolist())
+    with static_shapes():  # every row through each layer, as XLA compiles it: same answers
+      masked = _inference(model, features, patience)
+    np.testing.assert_array_equal(masked["exit_layer"], exit_layer)
+    np.testing.assert_allclose(masked["logits"], logits, rtol=1e-5, atol=1e-5)
+  if not config:  # compiled by XLA (--xla_whole_step, a TPU): the same answers per example
+    model.patience = 1
+    with static_shapes():
+      compiled = tf.function(lambda f: model(f, training=False), jit_compile=True)(features)
+    exit_layer, logits = patience_exit_reference(layer_logits, 1, is_regression,
+                                                 model.regression_threshold)
+    np.testing.assert_array_equal(compiled["exit_layer"].numpy(), exit_layer)
+    np.testing.assert_allclose(compiled["logits"].numpy(), logits, rtol=1e-4, atol=1e-4)
   if not is_regression:
     assert min(seen) < LAYERS and LAYERS in seen, seen  # a batch that really was split
 
@@ -134,3 +151,15 @@ def test_checkpoints_with_and_without_internal_classifiers(tmp_path):
   # ... but will not answer with internal classifiers that were never trained.
   with pytest.raises(AlbertError, match="early_exit/layer_1"):
     restore_model_weights(AlbertClassifier(model.config, 3, early_exit="patience"), ordinary)
+  # So too from our TF2 layout (a trainer's ckpt-N), and the difference is named both ways.
+  tf2_plain, tf2_early = str(tmp_path / "tf2_plain" / "ckpt-1"), str(tmp_path / "tf2" / "ckpt-1")
+  tf2.save_tf2_checkpoint(plain, tf2_plain)
+  tf2.save_tf2_checkpoint(model, tf2_early)
+  with pytest.raises(AlbertError, match=r"trained without early exit: it lacks the internal "
+                     r"classifiers, e.g. model/early_exit_classifiers/layer_1/output_weights "
+                     r"\(TF1: early_exit/layer_1/output_weights\)"):
+    restore_model_weights(AlbertClassifier(model.config, 3, early_exit="patience"), tf2_plain)
+  assert tf2.early_exit_difference(plain, tf2_early).startswith(
+      "it was trained with --early_exit=patience: it holds internal classifiers")
+  assert tf2.early_exit_difference(model, tf2_early) is None
+  assert tf2.early_exit_difference(plain, tf2_plain) is None

@@ -289,3 +289,30 @@ def test_stop_flag_is_read_between_loops_on_tpu_and_in_a_whole_step():
     assert (trainer.stop_signals.stop_flag is not None) is in_graph, kwargs
     if kwargs.get("on_tpu"):
       assert trainer.pad_eval_batches  # padded evaluation follows the same rule
+
+
+def test_early_exit_answers_alike_on_eight_devices_one_replica_and_compiled(report):
+  """Early exit's loop compiled by XLA (as on a TPU) keeps static shapes: each example's exit
+  layer and answer as uncompiled, on one replica and over 8 padded replicas."""
+  if "mrpc_early_exit" not in report:
+    pytest.skip("early exit on the 8 devices runs with TPU_SIMULATION_EIGHT_DEVICES=all (or "
+                "=pretraining,mrpc,mrpc_early_exit)")
+  runs = report["mrpc_early_exit"]
+  exits = {run: runs[run]["exit_layers.tsv"] for run in ("eight", "one", "whole_step")}
+  layers = [int(line.split("\t")[1]) for line in exits["one"].splitlines()[1:]]
+  assert len(layers) == 11 and len(set(layers)) > 2, exits["one"]  # a split batch
+  assert exits["eight"] == exits["one"] == exits["whole_step"], exits
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  probabilities = {run: np.array([[float(x) for x in line.split("\t")] for line in
+                                  runs[run]["test_results.tsv"].splitlines()])
+                   for run in exits}
+  np.testing.assert_allclose(probabilities["eight"], probabilities["one"], atol=1e-5)
+  np.testing.assert_allclose(probabilities["whole_step"], probabilities["one"], atol=1e-5)
+
+  def results(run):
+    return dict(line.split(" = ") for line in runs[run]["eval_results.txt"].splitlines()
+                if " = " in line)
+  for key in ("eval_accuracy", "eval_mean_exit_layer"):
+    values = {run: float(results(run)[key]) for run in exits}
+    assert values["eight"] == pytest.approx(values["one"]) == pytest.approx(
+        values["whole_step"]), (key, values)

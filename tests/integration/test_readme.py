@@ -229,7 +229,7 @@ RULES = [
          r"^python run_classifier\.py --task_name=SST-2 .*--output_dir=out/sst2_domain(\s|$)",
          after=["continued_pretraining"], produces=[p.format("out/sst2_domain") for p in GLUE_RUN]),
     Rule("reproduce_official_run",
-         r"^python run_pretraining\.py .*--output_dir=repro(\s|$)", after=["create_pretraining_data"],
+         r"^python run_pretraining\.py .*--output_dir=repro(\s|$)", after=["domain_records"],
          produces=["repro/train/events.out.tfevents.*", "repro/ckpt-2.index"]),
     Rule("glue_mnli", r"^python run_classifier\.py --task_name=MNLI .*--output_dir=out/mnli(\s|$)",
          produces=[p.format("out/mnli") for p in GLUE_RUN + ("{}/MNLI-m.tsv",)] +

@@ -204,7 +204,8 @@ def test_tpu_name_alone_turns_bucketing_off():
                 master=None, precision="fp32", jit_compile=False, gradient_accumulation_steps=1,
                 log_every_n_steps=1, iterations_per_loop=1, recompute="none",
                 deterministic=False, seed=None, worker_wait_seconds=None, xla_whole_step=False,
-                pad_eval_batches=False, bucket_boundaries="auto", max_seq_length=128)
+                pad_eval_batches=False, bucket_boundaries="auto", max_seq_length=128,
+                tpu_connect_timeout=None)
     return types.SimpleNamespace(**dict(base, **values))
   assert finetuning_flags.bucket_boundaries(flags())  # CPU/GPU: on
   for values in (dict(tpu_name="my-tpu"), dict(use_tpu=True), dict(strategy="tpu"),

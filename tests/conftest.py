@@ -33,6 +33,7 @@ SLOW_FILES = (
     "tests/integration/test_tasks_end_to_end.py",
     "tests/integration/test_flag_matrix.py",
     "tests/integration/test_readme.py",
+    "tests/integration/test_remote_storage.py",
     "tests/export/test_precision.py",
     "tests/training/test_official_trajectory.py",
     "tests/integration/test_official_workflows.py",

@@ -188,7 +188,7 @@ def test_export_checkpoint_from_and_to_ram(model_dirs, tmp_path):
   config = clean_checkpoint.read_config(source)
   outputs = (str(tmp_path / "model.ckpt"), f"{ram_bucket()}/export/model.ckpt")
   for checkpoint, output in zip((model_dirs[TF2], source), outputs):
-    prefix, with_heads = clean_checkpoint.export_checkpoint(config, checkpoint, output)
+    prefix, with_heads, _ = clean_checkpoint.export_checkpoint(config, checkpoint, output)
     assert prefix == output and with_heads
   local, remote = (integrity.checkpoint_reader(path) for path in outputs)
   assert remote.get_variable_to_shape_map() == local.get_variable_to_shape_map()

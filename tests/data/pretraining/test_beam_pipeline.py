@@ -77,7 +77,9 @@ def nsp_script_run(workdir):
 
 def test_nsp_two_worker_processes_write_the_local_tools_bytes(workdir, nsp_script_run):
   proc, paths = nsp_script_run
-  assert sorted(os.listdir(os.path.dirname(paths[0]))) == [os.path.basename(p) for p in paths]
+  # The shards and the vocabulary record beside them (<prefix>.vocab.json).
+  assert sorted(os.listdir(os.path.dirname(paths[0]))) == sorted(
+      [os.path.basename(p) for p in paths] + ["nsp.vocab.json"])
   local = _local(workdir, "nsp", NSP_CORPUS, NSP_OPTIONS, 3, vocab_file=NSP_VOCAB,
                  random_seed=7, chunk_mb=0.001, num_workers=1)
   assert _bytes(paths) == _bytes(local)

@@ -146,7 +146,8 @@ def test_sigkill_leaves_no_worker_and_the_next_run_cleans_up(tmp_path, corpus):
   rerun = _start(corpus, out)
   _, err = rerun.communicate(timeout=600)
   assert rerun.returncode == 0, describe(rerun)
-  assert sorted(os.listdir(out)) == sorted(list(OUTPUTS) + [live_temporary])
+  assert sorted(os.listdir(out)) == sorted(list(OUTPUTS) + [live_temporary] +
+                                          [f"{name}.vocab.json" for name in OUTPUTS])
   for name in killed_temporaries:
     assert f"note: removed {os.path.join(out, name)}, left by an interrupted run" in err
 

@@ -37,7 +37,8 @@ def ours(tmp_path_factory):
       "--do_lower_case", "--random_next_sentence", f"--chunk_mb={CHUNK_MB}", "--num_workers=2",
       "--progress=false"] + [f"--{k}={v}" for k, v in FLAGS.items()], cwd=str(out))
   assert proc.returncode == 0, describe(proc)
-  assert sorted(os.listdir(out)) == ["a.tfrecord", "b.tfrecord"]
+  assert sorted(os.listdir(out)) == ["a.tfrecord", "a.tfrecord.vocab.json", "b.tfrecord",
+                                     "b.tfrecord.vocab.json"]  # each with its vocabulary record
   return outputs, nsp_topics.summarize(nsp_topics.segment_documents(outputs))
 
 

@@ -57,12 +57,12 @@ awk -v RS= -v ORS='\n\n' -v n=$HELDOUT_EVERY 'NR % n != 0' "$OUT/corpus.txt" > "
 awk -v RS= -v ORS='\n\n' -v n=$HELDOUT_EVERY 'NR % n == 0' "$OUT/corpus.txt" > "$OUT/heldout_corpus.txt"
 echo "pretraining documents: $(grep -c '^$' "$OUT/pretrain_corpus.txt"), held out: $(grep -c '^$' "$OUT/heldout_corpus.txt")"
 
-step "2/8 SentencePiece model (official settings) on the pretraining documents, lower-cased"
-# Lower-cased as every later step reads the text (--do_lower_case): a vocabulary trained on the
-# cased text spends its pieces on capitalised words that tokenisation never sees.
-awk '{ print tolower($0) }' "$OUT/pretrain_corpus.txt" > "$OUT/spm_input.txt"
-"$PY" -m albert_tf.cli.train_spm --input_file="$OUT/spm_input.txt" \
-  --model_prefix="$OUT/spm/30k-clean" --vocab_size=$VOCAB
+step "2/8 SentencePiece model (official settings) on the pretraining documents, normalised"
+# Normalised as every later step reads the text (--preprocess_text: the records' own
+# preprocess_text with --do_lower_case): a vocabulary trained on the cased, accented text spends
+# its pieces on words that tokenisation never sees.
+"$PY" -m albert_tf.cli.train_spm --input_file="$OUT/pretrain_corpus.txt" --preprocess_text \
+  --do_lower_case --model_prefix="$OUT/spm/30k-clean" --vocab_size=$VOCAB
 
 step "3/8 pretraining TFRecords (SOP + masking), and the same from the held-out documents"
 for part in pretrain heldout; do

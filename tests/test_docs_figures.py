@@ -8,6 +8,7 @@ tables; quoted figures are edited by hand).
 """
 
 import os
+import re
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_the_headline_figures_are_quoted_from_files():
   """The README's quickstart result and CPU time, and the TFLite size of docs/serving.md, link
   their files (so they are checked above)."""
   readme = {text for text, *_ in docs_tables.quoted_figures("README.md")}
-  assert {"0.320", "0.066", "0.635", "0.497", "2.09 s"} <= readme, readme
+  assert {"0.319", "0.073", "0.617", "0.497", "1153 s"} <= readme, readme
   serving = {text for text, *_ in docs_tables.quoted_figures(os.path.join("docs", "serving.md"))}
   assert "11.4 MiB" in serving, serving
 
@@ -61,3 +62,48 @@ def test_lookup_and_precision():
   assert docs_tables.figure_mismatch("4.6e-04", 0.00045999) is None
   with pytest.raises(KeyError):
     docs_tables.lookup(data, "cells[seq=128]/rows")  # two elements match
+
+
+# ------------------------------------------------------------------ figures with no results file
+# The pages a newcomer plans with: a time, speed or memory figure in their prose links its results
+# file (a figure test above then checks it). What is not a measurement (a setting, an input's
+# size, a history table's row) is listed here with its reason; code blocks and tables are skipped.
+PLANNING_PAGES = ("README.md", os.path.join("docs", "quickstart.md"))
+MEASURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:-\d+(?:\.\d+)?)?\s?"
+                     r"(?:ms|s|seconds|minutes|hours|days|years|GB|MB|GiB|MiB|examples/s)(?![\w/])")
+LINKED = re.compile(r"\[[^\]]*\]\([^)]*\)")
+NOT_MEASURED = {
+    ("README.md", "16.9 GB"): "docs/pretraining.md's memory table (linked beside it)",
+    ("README.md", "2.7 GB"): "docs/pretraining.md's memory table (linked beside it)",
+    ("README.md", "98 MB"): "the size of the domain study's corpus (an input)",
+    ("README.md", "8 MB"): "the quickstart's corpus size (a setting)",
+    ("docs/quickstart.md", "8 MB"): "the corpus size the script asks for (a setting)",
+    ("docs/quickstart.md", "3 MB"): "QUICKSTART_SMALL's corpus size (a setting)",
+    ("docs/quickstart.md", "11 minutes"): "history: the settings' runs of 2026-11-26/27, no log kept",
+}
+
+
+def unsourced_figures(page):
+  """[figure text] of a page's prose: outside code blocks, tables and links."""
+  with open(os.path.join(REPO, page), encoding="utf-8") as f:
+    text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
+  found = []
+  for line in text.splitlines():
+    if not line.startswith("|"):
+      found += [m.group(0) for m in MEASURE.finditer(LINKED.sub("", line))]
+  return found
+
+
+@pytest.mark.parametrize("page", PLANNING_PAGES)
+def test_measured_figures_link_their_results_file(page):
+  key = page.replace(os.sep, "/")
+  unsourced = [f for f in unsourced_figures(page) if (key, f) not in NOT_MEASURED]
+  assert not unsourced, (f"{page}: figures without a results file: {unsourced} (link them as "
+                         f"[figure](bench/.../file.json \"key\"), or list them in NOT_MEASURED)")
+  stale = [f for (p, f) in NOT_MEASURED if p == key and f not in unsourced_figures(page)]
+  assert not stale, f"NOT_MEASURED lists figures {page} no longer has: {stale}"
+
+
+def test_an_unlinked_time_is_seen():
+  line = "It took 677 s, [2.09 s](bench/x.json \"a\") a step, 4-5 hours in all at 8 MB/s."
+  assert [m.group(0) for m in MEASURE.finditer(LINKED.sub("", line))] == ["677 s", "4-5 hours"]

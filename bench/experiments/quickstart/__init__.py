@@ -1,0 +1,1 @@
+"""The quickstart experiment: its recorder (record.py) writes results/quickstart*.json."""

@@ -27,32 +27,34 @@ def restore_precision_policy():
 # pytest-xdist (--dist loadfile) hands whole files to the 2 workers in collection order
 # (`make test` passes --no-loadscope-reorder; xdist's default order is "most tests first", which
 # puts a slow file of few tests, such as test_preemption.py, last while the other worker idles).
-# Longest first (seconds of one CI run, 2 cores), then the other files of the folders that run
-# scripts, then the rest; within each group the file with more tests first.
-SLOW_FILES = (
-    "tests/integration/test_tasks_end_to_end.py",
-    "tests/integration/test_flag_matrix.py",
-    "tests/integration/test_readme.py",
-    "tests/integration/test_remote_storage.py",
-    "tests/export/test_precision.py",
-    "tests/training/test_official_trajectory.py",
-    "tests/integration/test_official_workflows.py",
-    "tests/training/test_trainer.py",
-    "tests/integration/test_preemption.py",
-    "tests/training/test_distributed.py",
-    "tests/training/test_tpu_simulation.py",
-    "tests/export/test_strict_inputs.py",
-)
+# Longest first, by the CPU seconds of the committed profile (tests/suite_cpu_profile.txt, written
+# by tests.helpers.cpu_profile from a whole-suite run): the longest-first rule keeps the two
+# workers' ends close. A file the profile does not list (new, or under its cut-off) ranks after
+# the listed ones: as the smallest listed file when it runs scripts, else as none.
+PROFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "suite_cpu_profile.txt")
 _SCRIPT_FOLDERS = ("tests/integration/", "tests/training/", "tests/export/", "tests/tools/")
+
+
+def profile_cpu_seconds(path=None):
+  """{test file: CPU seconds} from a profile's `cpu wall tests file` rows (default: PROFILE)."""
+  seconds = {}
+  with open(path or PROFILE, encoding="utf-8") as f:
+    for line in f:
+      fields = line.split()
+      if len(fields) == 4 and fields[0].isdigit() and fields[3].startswith("tests/"):
+        seconds[fields[3]] = float(fields[0])
+  return seconds
 
 
 def pytest_collection_modifyitems(items):
   files = [item.nodeid.split("::")[0] for item in items]
   counts = {f: files.count(f) for f in set(files)}
+  cpu = profile_cpu_seconds()
+  smallest = min(cpu.values(), default=0.0)
 
   def rank(path):
-    slow = SLOW_FILES.index(path) if path in SLOW_FILES else len(SLOW_FILES)
-    return (slow, not path.startswith(_SCRIPT_FOLDERS), -counts[path])
+    assumed = smallest if path.startswith(_SCRIPT_FOLDERS) else 0.0
+    return (-cpu.get(path, assumed), -counts[path], path)
   order = {f: rank(f) for f in counts}
   items.sort(key=lambda item: order[item.nodeid.split("::")[0]])  # stable: a file keeps its order
 

@@ -18,6 +18,7 @@ import os
 from absl import flags
 
 from albert_tf.cli import training_flags
+from albert_tf.common import fileio
 from albert_tf.cli.command import (DIRECTORY, define_once, output_flags, require_action,
                                    require_flags)
 from albert_tf.data import custom_task, glue
@@ -309,7 +310,6 @@ def _ner_files(f=FLAGS):
   for flag, stem in NER_FILE_NAMES.items():
     files[flag] = f[flag].value
     if files[flag] is None and f.data_dir:
-      from albert_tf.common import fileio  # lazy: keeps the flag module light
       found = [os.path.join(f.data_dir, stem + ext) for ext in NER_EXTENSIONS]
       files[flag] = next((p for p in found if fileio.exists(p)), None)
   for flag, action in (("train_file", "do_train"), ("dev_file", "do_eval"),

@@ -295,8 +295,12 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
   """
   def write(tmp_dir):
     token_ids = module.token_ids_fn()
-    tf_example = module.tf_example_fn()
-    signatures = {"token_ids": token_ids, "tf_example": tf_example}
+    tf_example = module.tf_example_fn()  # None: the module has no tf.Example signature
+    core_signatures = {"serving_default": token_ids, "token_ids": token_ids}
+    if tf_example is not None:
+      core_signatures["tf_example"] = tf_example
+    signatures = dict(core_signatures)
+    del signatures["serving_default"]
     if module.text_tokenizer is not None:
       signatures["serving_default"] = module.raw_text_fn()
     else:
@@ -307,9 +311,7 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
       _save(module, tmp_dir, signatures, staged)
       core = _CoreOpsModule(module)
       core_dir = os.path.join(tmp_dir, CORE_OPS_SUBDIR)
-      _save(core, core_dir,
-            {"serving_default": token_ids, "token_ids": token_ids, "tf_example": tf_example},
-            staged)
+      _save(core, core_dir, core_signatures, staged)
       share_variables(tmp_dir, core_dir)
     finally:
       fileio.remove(staging)

@@ -24,6 +24,7 @@ import tf_keras
 from albert_tf.common import fileio, output_layout
 from albert_tf.data import tagged_files, token_alignment
 from albert_tf.errors import AlbertError
+from albert_tf.export import export_token_classifier
 from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.tasks.base import Task
 from albert_tf.tasks.finetuning_data import SentenceTaskConfig
@@ -294,6 +295,16 @@ class TokenClassificationTask(Task):
     fileio.write_text(target, tagged_files.format_predictions(self.sentences("predict"), tags,
                                                               path))
     return {"predictions": len(tags), "predictions_file": target}
+
+
+  # ------------------------------------------------------------------ export
+  def export(self, model, export_dir, precision="fp32"):
+    if precision != "fp32":
+      raise AlbertError(f"--export_precision={precision}: the token classifier's export is "
+                        "float32 only")
+    return export_token_classifier(model, export_dir, self.label_list,
+                                   self.params.max_seq_length, self.params.spm_model_file,
+                                   do_lower_case=self.params.do_lower_case)
 
 
 def tag_list_path(output_dir):

@@ -208,6 +208,10 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
     located.model_type = ("regression" if problem_type == task_labels.REGRESSION
                           else "classifier")
     located.label_list = list(labels) or None
+  tags = _beside(directory, output_layout.TAG_LIST, None)
+  if tags:  # the output dir of a run_ner.py: the tags in the head's order
+    located.model_type = kinds.TOKEN_CLASSIFIER
+    located.label_list = list(fileio.read_json(tags)["labels"])
   return located
 
 

@@ -70,3 +70,10 @@ def test_served_answer_equals_the_predictions_file(run):
     for kind, start, end, span, _ in savedmodel_query.entities(served, row):
       assert texts[row][start:end] == span and kind in ("LOC", "PER")
   assert os.path.exists(run["root"] / "serving" / "albert_model.tflite")
+
+
+def test_from_pretrained_reads_the_output_dir_with_its_tags(run):
+  from albert_tf import from_pretrained  # pylint: disable=g-import-not-at-top
+  loaded = from_pretrained(str(run["out"]))
+  assert loaded.model_type == "token_classifier"
+  assert loaded.label_list == ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]

@@ -303,6 +303,8 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
     del signatures["serving_default"]
     if module.text_tokenizer is not None:
       signatures["serving_default"] = module.raw_text_fn()
+      if hasattr(module, "words_fn"):  # the token classifier's pre-split words
+        signatures["words"] = module.words_fn()
     else:
       signatures["serving_default"] = token_ids
     staging = tmp_dir + "-assets"

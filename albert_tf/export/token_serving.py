@@ -8,6 +8,8 @@
                    each word's first piece, then entities grouped by the scheme's rules with tf
                    ops (BIO: B-X, or an I-X that does not continue an X, starts an entity; BIOES:
                    B-X/S-X start, after E-/S- a new one starts; IO: a run of one type).
+  words            pre-split words, string [batch, max_words] ("" pads a row; a word holding
+                   whitespace is refused): the same outputs, for the words joined by one space.
   token_ids        input_ids / input_mask / segment_ids int32 [batch, seq_len] -> logits,
                    probabilities, piece_tag / piece_tag_id / piece_score [batch, seq_len].
 
@@ -16,8 +18,9 @@ naming it (run_ner.py --do_predict cuts long sentences into windows; the served 
 
 serving_default outputs, padded per batch ("" / -1 / 0 after each example's own count):
   entity_type, entity_text string [batch, E]; entity_start, entity_end int32 [batch, E]
-  (characters of the input text, end exclusive: text[start:end] == entity_text); entity_score
-  float32 [batch, E] (the mean over the entity's words of their tag's probability);
+  (characters of the input text, end exclusive: text[start:end] == entity_text);
+  entity_word_start, entity_word_end int32 [batch, E] (the same in words, end exclusive);
+  entity_score float32 [batch, E] (the mean over the entity's words of their tag's probability);
   num_entities int32 [batch]; word, word_tag string [batch, W]; word_start, word_end int32;
   word_score float32; num_words int32 [batch]; piece_tag string [batch, seq_len].
 """
@@ -120,90 +123,119 @@ class TokenClassifierServing(tf.Module):
     return tf.ragged.boolean_mask(with_unk, keep)
 
   def raw_text_fn(self):
-    room = self.max_seq_length - 2
-
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")],
                  autograph=False)
     def raw_text(text):
       text = input_checks.after_checks(
           {"text": text}, [input_checks.layout_check("text", text, ("batch",))])["text"]
-      words, byte_starts, byte_ends = tf_text.regex_split_with_offsets(
-          text, self._space_re)
-      word_pieces = self._word_pieces(words.flat_values)  # [words, (pieces)]
-      counts = tf.cast(word_pieces.row_lengths(), tf.int32)
-      per_text = tf.RaggedTensor.from_row_splits(word_pieces, words.row_splits)
-      ids = per_text.merge_dims(1, 2)  # [batch, (pieces)]
-      lengths = tf.cast(ids.row_lengths(), tf.int32)
-      too_long = tf.argmax(tf.cast(lengths > room, tf.int32), output_type=tf.int32)
-      checks = [input_checks.Check(
-          tf.reduce_all(lengths <= room),
-          lambda: tf.strings.join([
-              "text ", tf.strings.as_string(too_long), " has ",
-              tf.strings.as_string(tf.gather(lengths, too_long)), " pieces, more than ",
-              str(room), " (max_seq_length - 2): the served model tags one window; split the "
-              "text, or tag it with run_ner.py --do_predict"]))]
-      ids = input_checks.after_checks({"ids": ids.flat_values}, checks)["ids"]
-      ids = tf.RaggedTensor.from_row_splits(ids, per_text.merge_dims(1, 2).row_splits)
-      packed = self.text_tokenizer.pack(ids)
-      pieces = self._tag_pieces(packed)
-      # Each word's first piece: 1 ([CLS]) + the pieces of the words before it in its text.
-      rows = tf.cast(words.value_rowids(), tf.int32)
-      before = tf.cumsum(counts, exclusive=True)
-      text_base = tf.gather(tf.concat([before, [tf.reduce_sum(counts)]], 0),
-                            tf.cast(words.row_starts(), tf.int32))
-      first_piece = 1 + before - tf.gather(text_base, rows)
-      index = tf.stack([rows, first_piece], axis=1)
-      word_probabilities = tf.gather_nd(pieces["probabilities"], index)
-      word_tag_id = tf.argmax(word_probabilities, axis=-1, output_type=tf.int32)
-      word_score = tf.reduce_max(word_probabilities, axis=-1)
-      word_start = _char_offsets(text, rows, tf.cast(byte_starts.flat_values, tf.int32))
-      word_end = _char_offsets(text, rows, tf.cast(byte_ends.flat_values, tf.int32))
-      # Entities over the flat words (a text's first word always starts afresh).
-      prefix = tf.gather(self._prefixes, word_tag_id)
-      entity_type = tf.gather(self._type_ids, word_tag_id)
-      first_of_text = tf.range(tf.shape(rows)[0]) == tf.gather(
-          tf.cast(words.row_starts(), tf.int32), rows)
-      starts = entity_starts(prefix, entity_type, first_of_text)
-      in_entity = entity_type > 0
-      entity_id = tf.cumsum(tf.cast(starts, tf.int32)) - 1
-      members = tf.where(in_entity)[:, 0]
-      member_entity = tf.gather(entity_id, members)
-      count = tf.reduce_sum(tf.cast(starts, tf.int32))
-      entity_row = tf.math.unsorted_segment_min(tf.gather(rows, members), member_entity, count)
-      entity_start = tf.math.unsorted_segment_min(tf.gather(word_start, members),
-                                                  member_entity, count)
-      entity_end = tf.math.unsorted_segment_max(tf.gather(word_end, members), member_entity,
-                                                count)
-      entity_score = tf.math.unsorted_segment_mean(tf.gather(word_score, members),
-                                                   member_entity, count)
-      entity_kind = tf.math.unsorted_segment_min(tf.gather(entity_type, members), member_entity,
-                                                 count)
-      entity_text = tf.strings.substr(tf.gather(text, entity_row), entity_start,
-                                      entity_end - entity_start, unit="UTF8_CHAR")
-      batch = tf.shape(text)[0]
-
-      def per_text_dense(values, rows_of, default):
-        ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows_of, tf.int64),
-                                                   nrows=tf.cast(batch, tf.int64))
-        return ragged.to_tensor(default_value=default)
-
-      return {
-          "entity_type": per_text_dense(tf.gather(self._types, entity_kind), entity_row, ""),
-          "entity_text": per_text_dense(entity_text, entity_row, ""),
-          "entity_start": per_text_dense(entity_start, entity_row, -1),
-          "entity_end": per_text_dense(entity_end, entity_row, -1),
-          "entity_score": per_text_dense(entity_score, entity_row, 0.0),
-          "num_entities": tf.math.bincount(entity_row, minlength=batch, maxlength=batch,
-                                           dtype=tf.int32),
-          "word": per_text_dense(words.flat_values, rows, ""),
-          "word_tag": per_text_dense(tf.gather(self._tags, word_tag_id), rows, ""),
-          "word_start": per_text_dense(word_start, rows, -1),
-          "word_end": per_text_dense(word_end, rows, -1),
-          "word_score": per_text_dense(word_score, rows, 0.0),
-          "num_words": tf.cast(words.row_lengths(), tf.int32),
-          "piece_tag": pieces["piece_tag"],
-      }
+      return self._tag_texts(text)
     return raw_text
+
+  def words_fn(self):
+    """The `words` signature: pre-split words, string [batch, max_words] ("" pads a row), for
+    clients that keep their own tokenization (CoNLL files); answered as the text of the words
+    joined by single spaces, which the offsets index."""
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="words")],
+                 autograph=False)
+    def words(words):
+      spaced = tf.strings.regex_full_match(words, ".*" + self._space_re + ".*")
+      bad = tf.cast(tf.argmax(tf.cast(tf.reshape(spaced, [-1]), tf.int32)), tf.int32)
+      width = tf.maximum(tf.shape(words)[1], 1)
+      words = input_checks.after_checks({"words": words}, [
+          input_checks.layout_check("words", words, ("batch", "words")),
+          input_checks.Check(tf.logical_not(tf.reduce_any(spaced)), lambda: tf.strings.join([
+              "words[", tf.strings.as_string(bad // width), ", ",
+              tf.strings.as_string(bad % width), "] holds whitespace: one word per entry"]))])
+      kept = tf.ragged.boolean_mask(words["words"], words["words"] != "")
+      return self._tag_texts(tf.strings.reduce_join(kept, axis=1, separator=" "))
+    return words
+
+  def _tag_texts(self, text):
+    """Checked texts [batch] -> the serving_default outputs (see the module docstring)."""
+    room = self.max_seq_length - 2
+    words, byte_starts, byte_ends = tf_text.regex_split_with_offsets(
+        text, self._space_re)
+    word_pieces = self._word_pieces(words.flat_values)  # [words, (pieces)]
+    counts = tf.cast(word_pieces.row_lengths(), tf.int32)
+    per_text = tf.RaggedTensor.from_row_splits(word_pieces, words.row_splits)
+    ids = per_text.merge_dims(1, 2)  # [batch, (pieces)]
+    lengths = tf.cast(ids.row_lengths(), tf.int32)
+    too_long = tf.argmax(tf.cast(lengths > room, tf.int32), output_type=tf.int32)
+    checks = [input_checks.Check(
+        tf.reduce_all(lengths <= room),
+        lambda: tf.strings.join([
+            "text ", tf.strings.as_string(too_long), " has ",
+            tf.strings.as_string(tf.gather(lengths, too_long)), " pieces, more than ",
+            str(room), " (max_seq_length - 2): the served model tags one window; split the "
+            "text, or tag it with run_ner.py --do_predict"]))]
+    ids = input_checks.after_checks({"ids": ids.flat_values}, checks)["ids"]
+    ids = tf.RaggedTensor.from_row_splits(ids, per_text.merge_dims(1, 2).row_splits)
+    packed = self.text_tokenizer.pack(ids)
+    pieces = self._tag_pieces(packed)
+    # Each word's first piece: 1 ([CLS]) + the pieces of the words before it in its text.
+    rows = tf.cast(words.value_rowids(), tf.int32)
+    before = tf.cumsum(counts, exclusive=True)
+    text_base = tf.gather(tf.concat([before, [tf.reduce_sum(counts)]], 0),
+                          tf.cast(words.row_starts(), tf.int32))
+    first_piece = 1 + before - tf.gather(text_base, rows)
+    index = tf.stack([rows, first_piece], axis=1)
+    word_probabilities = tf.gather_nd(pieces["probabilities"], index)
+    word_tag_id = tf.argmax(word_probabilities, axis=-1, output_type=tf.int32)
+    word_score = tf.reduce_max(word_probabilities, axis=-1)
+    word_start = _char_offsets(text, rows, tf.cast(byte_starts.flat_values, tf.int32))
+    word_end = _char_offsets(text, rows, tf.cast(byte_ends.flat_values, tf.int32))
+    # Entities over the flat words (a text's first word always starts afresh).
+    prefix = tf.gather(self._prefixes, word_tag_id)
+    entity_type = tf.gather(self._type_ids, word_tag_id)
+    word_index = tf.range(tf.shape(rows)[0]) - tf.gather(tf.cast(words.row_starts(), tf.int32),
+                                                         rows)  # within its text
+    first_of_text = word_index == 0
+    starts = entity_starts(prefix, entity_type, first_of_text)
+    in_entity = entity_type > 0
+    entity_id = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    members = tf.where(in_entity)[:, 0]
+    member_entity = tf.gather(entity_id, members)
+    count = tf.reduce_sum(tf.cast(starts, tf.int32))
+    entity_row = tf.math.unsorted_segment_min(tf.gather(rows, members), member_entity, count)
+    entity_start = tf.math.unsorted_segment_min(tf.gather(word_start, members),
+                                                member_entity, count)
+    entity_end = tf.math.unsorted_segment_max(tf.gather(word_end, members), member_entity,
+                                              count)
+    entity_score = tf.math.unsorted_segment_mean(tf.gather(word_score, members),
+                                                 member_entity, count)
+    entity_first_word = tf.math.unsorted_segment_min(tf.gather(word_index, members),
+                                                     member_entity, count)
+    entity_end_word = tf.math.unsorted_segment_max(tf.gather(word_index, members),
+                                                   member_entity, count) + 1
+    entity_kind = tf.math.unsorted_segment_min(tf.gather(entity_type, members), member_entity,
+                                               count)
+    entity_text = tf.strings.substr(tf.gather(text, entity_row), entity_start,
+                                    entity_end - entity_start, unit="UTF8_CHAR")
+    batch = tf.shape(text)[0]
+
+    def per_text_dense(values, rows_of, default):
+      ragged = tf.RaggedTensor.from_value_rowids(values, tf.cast(rows_of, tf.int64),
+                                                 nrows=tf.cast(batch, tf.int64))
+      return ragged.to_tensor(default_value=default)
+
+    return {
+        "entity_type": per_text_dense(tf.gather(self._types, entity_kind), entity_row, ""),
+        "entity_text": per_text_dense(entity_text, entity_row, ""),
+        "entity_start": per_text_dense(entity_start, entity_row, -1),
+        "entity_end": per_text_dense(entity_end, entity_row, -1),
+        "entity_score": per_text_dense(entity_score, entity_row, 0.0),
+        "entity_word_start": per_text_dense(entity_first_word, entity_row, -1),
+        "entity_word_end": per_text_dense(entity_end_word, entity_row, -1),
+        "num_entities": tf.math.bincount(entity_row, minlength=batch, maxlength=batch,
+                                         dtype=tf.int32),
+        "word": per_text_dense(words.flat_values, rows, ""),
+        "word_tag": per_text_dense(tf.gather(self._tags, word_tag_id), rows, ""),
+        "word_start": per_text_dense(word_start, rows, -1),
+        "word_end": per_text_dense(word_end, rows, -1),
+        "word_score": per_text_dense(word_score, rows, 0.0),
+        "num_words": tf.cast(words.row_lengths(), tf.int32),
+        "piece_tag": pieces["piece_tag"],
+    }
 
   def tf_example_fn(self):
     """No tf.Example signature: token_ids carries the same inputs."""

@@ -157,6 +157,10 @@ def signature_inputs(signature, info, batch_size, seed=0):
       value = _examples(rng, batch_size, info, config)
     elif key == "text":  # a token classifier's text: one window, so a few words
       value = _words(batch_size, _seq_length(info, config))
+    elif key == "words":  # ... and the same pre-split, "" padding the shorter rows
+      split = [text.split() for text in _words(batch_size, _seq_length(info, config))]
+      width = max(len(row) for row in split)
+      value = np.array([row + [""] * (width - len(row)) for row in split], dtype=object)
     elif key in _TEXT_INPUTS:
       value = _texts(rng, key, batch_size, int(info.get("num_choices") or 4))
     else:

@@ -81,6 +81,27 @@ def test_served_entities_equal_the_in_process_prediction(exported):
   assert len(kinds_seen) > 3  # the weights gave several tags: the grouping was exercised
 
 
+def test_pre_split_words_give_the_same_answer(exported):
+  """The `words` signature: each text's words ("" padding) answer as the text itself would
+  with single spaces; entity word spans match the character spans."""
+  split = [text.split() for text in TEXTS]
+  width = max(len(words) for words in split)
+  padded = tf.constant([words + [""] * (width - len(words)) for words in split])
+  by_words = {k: v.numpy() for k, v in exported["loaded"].signatures["words"](
+      words=padded).items()}
+  by_text = exported["loaded"].signatures["serving_default"](
+      text=tf.constant([" ".join(words) for words in split]))
+  for key in ("word_tag", "entity_type", "entity_start", "entity_end", "entity_text",
+              "entity_word_start", "entity_word_end"):
+    np.testing.assert_array_equal(by_words[key], by_text[key].numpy(), err_msg=key)
+  for row, words in enumerate(split):
+    for i in range(int(by_words["num_entities"][row])):
+      first, end = (int(by_words[k][row][i]) for k in ("entity_word_start", "entity_word_end"))
+      assert by_words["entity_text"][row][i].decode() == " ".join(words[first:end])
+  with pytest.raises(tf.errors.InvalidArgumentError, match=r"words\[0, 1\] holds whitespace"):
+    exported["loaded"].signatures["words"](words=tf.constant([["Paris", "New York"]]))
+
+
 def test_query_savedmodel_gives_the_same_answer(exported):
   served = exported["loaded"].signatures["serving_default"](text=tf.constant(TEXTS))
   queried = savedmodel_query.query(str(exported["root"] / "export"), TEXTS, None)

@@ -296,11 +296,10 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
   def write(tmp_dir):
     token_ids = module.token_ids_fn()
     tf_example = module.tf_example_fn()  # None: the module has no tf.Example signature
-    core_signatures = {"serving_default": token_ids, "token_ids": token_ids}
+    signatures = {"token_ids": token_ids}
     if tf_example is not None:
-      core_signatures["tf_example"] = tf_example
-    signatures = dict(core_signatures)
-    del signatures["serving_default"]
+      signatures["tf_example"] = tf_example
+    core_signatures = dict(signatures, serving_default=token_ids)
     if module.text_tokenizer is not None:
       signatures["serving_default"] = module.raw_text_fn()
       if hasattr(module, "words_fn"):  # the token classifier's pre-split words

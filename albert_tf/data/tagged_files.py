@@ -45,14 +45,14 @@ class TaggedSentence:
   tags: one tag per word (after the BIO repair), or None (a words-only file).
   path: the file it came from; lines: each word's 1-based line in the file (JSON Lines: the
     sentence's line, for every word).
-  columns: CoNLL only: each word line's columns, kept so that predictions are written back in
-    the input's own layout ([] for JSON Lines).
+  raw_lines: CoNLL only: each word line as the file has it (trailing whitespace dropped), kept
+    so that predictions are written back in the input's own layout ([] for JSON Lines).
   """
   words: List[str]
   tags: Optional[List[str]]
   path: str
   lines: List[int]
-  columns: List[List[str]] = dataclasses.field(default_factory=list)
+  raw_lines: List[str] = dataclasses.field(default_factory=list)
 
 
 def is_jsonl(path):
@@ -118,7 +118,7 @@ def check_tags(tags, scheme, path, lines):
 
 
 def _conll_sentences(path, text):
-  """[(words, tags or None, lines, columns)] of a CoNLL text; checks the column count."""
+  """[(words, tags or None, lines, raw lines)] of a CoNLL text; checks the column count."""
   sentences, current = [], []
   width, width_line = None, None
   for number, raw in enumerate(text.split("\n"), start=1):
@@ -136,16 +136,15 @@ def _conll_sentences(path, text):
       raise AlbertError(f"{path}: line {number}: {len(columns)} columns, expected {width} as on "
                         f"line {width_line} (CoNLL: the word first, the tag last, "
                         "whitespace-separated)")
-    current.append((number, columns))
+    current.append((number, columns, raw.rstrip()))
   if current:
     sentences.append(current)
   result = []
   for sentence in sentences:
-    lines = [number for number, _ in sentence]
-    columns = [cols for _, cols in sentence]
-    words = [cols[0] for cols in columns]
-    tags = [cols[-1] for cols in columns] if width > 1 else None
-    result.append((words, tags, lines, columns))
+    lines = [number for number, _, _ in sentence]
+    words = [columns[0] for _, columns, _ in sentence]
+    tags = [columns[-1] for _, columns, _ in sentence] if width > 1 else None
+    result.append((words, tags, lines, [raw for _, _, raw in sentence]))
   return result
 
 
@@ -192,13 +191,13 @@ def read_tagged_file(path, scheme, needs_tags=True):
     raise AlbertError(f"{path}: no sentences (an empty file? expected "
                       f"{'JSON Lines' if is_jsonl(path) else 'CoNLL: one word per line'})")
   sentences = []
-  for words, tags, lines, columns in parsed:
+  for words, tags, lines, raw_lines in parsed:
     if tags is None and needs_tags:
       raise AlbertError(f"{path}: line {lines[0]}: no tag (expected the tag in the last column, "
                         'or "tags" in JSON Lines)')
     if tags is not None:
       tags = check_tags(tags, scheme, path, lines)
-    sentences.append(TaggedSentence(words, tags, path, lines, columns))
+    sentences.append(TaggedSentence(words, tags, path, lines, raw_lines))
   return sentences
 
 
@@ -240,8 +239,9 @@ def check_known_labels(sentences, label_list):
 def format_predictions(sentences, predicted_tags, path):
   """The input's own format with a predicted tag per word.
 
-  CoNLL: each word line's columns plus the predicted tag as a last column, sentences separated
-  by blank lines. JSON Lines: each sentence's object with "predicted_tags" added.
+  CoNLL: each word line as it was plus the predicted tag as a last column (after a tab when the
+  line separates its columns by tabs, else a space), sentences separated by blank lines.
+  JSON Lines: each sentence's object with "predicted_tags" added.
   """
   if is_jsonl(path):
     rows = []
@@ -254,6 +254,6 @@ def format_predictions(sentences, predicted_tags, path):
     return "\n".join(rows) + "\n"
   blocks = []
   for sentence, tags in zip(sentences, predicted_tags):
-    blocks.append("\n".join(" ".join(columns + [tag])
-                            for columns, tag in zip(sentence.columns, tags)))
+    blocks.append("\n".join(raw + ("\t" if "\t" in raw else " ") + tag
+                            for raw, tag in zip(sentence.raw_lines, tags)))
   return "\n\n".join(blocks) + "\n"

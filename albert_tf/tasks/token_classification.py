@@ -41,7 +41,8 @@ class TokenClassificationConfig(SentenceTaskConfig):
   train_file: Optional[str] = None
   dev_file: Optional[str] = None
   test_file: Optional[str] = None
-  labels: Optional[List[str]] = None  # --labels; None: recorded in tag_list.json, or the train file's
+  # --labels; None: those recorded in tag_list.json, else the training file's.
+  labels: Optional[List[str]] = None
   tag_scheme: str = "BIO"
   doc_stride: int = 128
   tag_list_file: Optional[str] = None  # <output_dir>/tag_list.json
@@ -113,12 +114,14 @@ class TokenClassificationTask(Task):
     if mode not in self._sentences:
       path = self.params.file_of(mode)
       if not path:
-        flag = {"train": "--train_file", "eval": "--dev_file", "predict": "--test_file"}[mode]
-        raise AlbertError(f"{flag} is required for {'--do_' + mode if mode != 'eval' else '--do_eval'}")
+        flag, action = {"train": ("--train_file", "--do_train"),
+                        "eval": ("--dev_file", "--do_eval"),
+                        "predict": ("--test_file", "--do_predict")}[mode]
+        raise AlbertError(f"{action} needs {flag}")
       sentences = tagged_files.read_tagged_file(path, self.params.tag_scheme,
                                                 needs_tags=mode != "predict")
       self._sentences[mode] = sentences
-      if mode != "predict" or sentences[0].tags is not None:
+      if mode != "predict":  # (a file to tag may hold tags of its own: they are not used)
         tagged_files.check_known_labels(sentences, self.label_list)
     return self._sentences[mode]
 

@@ -1,5 +1,6 @@
 """HF task heads both ways: AlbertForSequenceClassification (and regression),
-AlbertForMultipleChoice, AlbertForQuestionAnswering and AlbertForTokenClassification directories against transformers' outputs.
+AlbertForMultipleChoice, AlbertForQuestionAnswering and AlbertForTokenClassification
+directories against transformers' outputs.
 
 tests/fixtures/hf_heads/ was made once with torch + transformers by
 tests/fixtures/make_hf_reference.py (steps heads-ours / heads-reference, see its docstring):

@@ -34,7 +34,7 @@ def test_conll_sentences_words_tags_and_lines(tmp_path):
   assert sentences[0].tags == ["B-ORG", "O", "B-MISC", "O"]
   assert sentences[1].tags == ["B-PER", "I-PER"]
   assert sentences[0].lines == [3, 4, 5, 6] and sentences[1].lines == [8, 9]
-  assert sentences[1].columns[0] == ["Peter", "NNP", "B-NP", "B-PER"]
+  assert sentences[1].raw_lines[0] == "Peter NNP B-NP B-PER"
   assert tagged_files.label_list_of(sentences) == ["O", "B-MISC", "B-ORG", "B-PER", "I-PER"]
 
 
@@ -134,6 +134,10 @@ def test_predictions_written_back_in_the_input_format(tmp_path):
   text = tagged_files.format_predictions(sentences, [["B-ORG", "O", "O", "O"], ["B-PER", "O"]],
                                          path)
   assert text.split("\n\n")[1] == "Peter NNP B-NP B-PER B-PER\nBlackburn NNP I-NP I-PER O\n"
+  tabs = _write(tmp_path, "tabs.txt", "Kanye\tB-person\nWest\tI-person\n")
+  assert tagged_files.format_predictions(tagged_files.read_tagged_file(tabs, "BIO"),
+                                         [["B-person", "O"]], tabs) == (
+      "Kanye\tB-person\tB-person\nWest\tI-person\tO\n")
   jsonl = _write(tmp_path, "test.jsonl", '{"tokens": ["a"], "tags": ["O"]}\n')
   sentences = tagged_files.read_tagged_file(jsonl, "BIO")
   assert json.loads(tagged_files.format_predictions(sentences, [["B-PER"]], jsonl)) == {

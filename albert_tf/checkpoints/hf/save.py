@@ -21,9 +21,9 @@ def save_hf_checkpoint(model, directory, label_list=None):
   `model.safetensors` (float32), which transformers' `<architecture>.from_pretrained` loads with
   nothing missing or unexpected: AlbertForPreTraining (the tied decoder is not stored; HF re-ties
   it), AlbertForSequenceClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering and
-  AlbertForTokenClassification (without the pooler, which they have not), an encoder alone as AlbertModel. The SQuAD v2.0 head
-  has no HF ALBERT counterpart: its encoder is written as an AlbertModel and a warning names the
-  head's variables. When embedding_size == hidden_size, HF's mandatory E->H projection is
+  AlbertForTokenClassification (without the pooler, which they have not), an encoder alone as
+  AlbertModel. The SQuAD v2.0 head has no HF ALBERT counterpart: its encoder is written as an
+  AlbertModel and a warning names the head's variables. When embedding_size == hidden_size, HF's mandatory E->H projection is
   written as the identity.
 
   Args:

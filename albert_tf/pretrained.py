@@ -59,7 +59,7 @@ class PretrainedAlbert:
     config: its AlbertConfig.
     tokenizer: the FullTokenizer of its vocabulary, or None when none was found or given.
     model_type: one of albert_tf.common.kinds.KINDS.
-    label_list: the class names of a classifier (None otherwise).
+    label_list: the class names of a classifier or token classifier (None otherwise).
     source: the path loaded.
   """
   model: object
@@ -134,9 +134,13 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   if found.model_type == "pretrainer":  # a TF-Hub module: an encoder with pretraining heads
     kind, rows = model_type or "pretrainer", None
   else:
-    kind, rows = model_source.checkpoint_model_type(
-        found.checkpoint, model_type or found.model_type or ("classifier" if labels else None))
-  if kind == "classifier" and not labels:
+    wanted = model_type or found.model_type
+    if wanted is None and labels and formats.detect(
+        found.checkpoint, hub_modules=False).held_kind().kinds != (kinds.TOKEN_CLASSIFIER,):
+      wanted = kinds.CLASSIFIER  # class names for weights that cannot say (a one-row head)
+    kind, rows = model_source.checkpoint_model_type(found.checkpoint, wanted)
+  labeled = kind in (kinds.CLASSIFIER, kinds.TOKEN_CLASSIFIER)
+  if labeled and not labels:
     if rows is None:
       raise AlbertError("a classifier needs its class names: pass task_name= or label_list=")
     labels = [str(i) for i in range(rows)]
@@ -148,7 +152,7 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
                                albert_config=found.config)
   return PretrainedAlbert(model=model, config=found.config, tokenizer=tokenizer,
                           model_type=kind,
-                          label_list=labels if kind == "classifier" else None, source=path)
+                          label_list=labels if labeled else None, source=path)
 
 
 def _task_labels(task_name):
@@ -204,6 +208,10 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
     located.model_type = ("regression" if problem_type == task_labels.REGRESSION
                           else "classifier")
     located.label_list = list(labels) or None
+  tags = _beside(directory, output_layout.TAG_LIST, None)
+  if tags:  # the output dir of a run_ner.py: the tags in the head's order
+    located.model_type = kinds.TOKEN_CLASSIFIER
+    located.label_list = list(fileio.read_json(tags)["labels"])
   return located
 
 

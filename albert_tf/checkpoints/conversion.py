@@ -179,7 +179,7 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
   config = AlbertConfig.from_json_file(config_file) if config_file else source.config()
   own_labels = hf_label_names(input_path) if fmt == "hf" else None  # id2label's names
   model, model_type = read_model(config, fmt, input_path, model_type, label_list or own_labels)
-  if model_type != "classifier":
+  if model_type not in ("classifier", "token_classifier"):
     if label_list:
       raise AlbertError(f"--label_list names a classifier's classes, but {input_path} holds a "
                         f"{model_type} model")

@@ -56,12 +56,16 @@ TARBALL_CHECKPOINTS = (output_layout.BEST_CHECKPOINT, os.path.join("variables", 
 _KIND_SIGNATURES = (
     ("start_logits/dense", kinds.SQUAD_V2), ("model/squad_head/start_dense/", kinds.SQUAD_V2),
     ("cls/squad/output_weights", kinds.SQUAD_V1),
+    (official_names.TOKEN_CLASSIFIER_SCOPE, kinds.TOKEN_CLASSIFIER),
+    ("model/token_classifier_head/", kinds.TOKEN_CLASSIFIER),
     ("model/squad_head/output_weights", kinds.SQUAD_V1),
     ("model/choice_head/", kinds.MULTIPLE_CHOICE), ("model/classifier_head/", kinds.CLASSIFIER),
     ("cls/predictions/", kinds.PRETRAINER), ("model/masked_lm_head/", kinds.PRETRAINER),
 )
 _HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
-              "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
+              "model/choice_head/scorer/output_weights/.ATTRIBUTES/VARIABLE_VALUE",
+              official_names.TOKEN_CLASSIFIER_SCOPE + "output_weights",
+              "model/token_classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
 _HEADLESS = (kinds.ENCODER, kinds.PRETRAINER)  # loading these needs no task head
 _TF2_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"  # how our TF2 checkpoints name a variable
 # The word embeddings [V, E] in the official layout (plain, or under a hub module's scope) and in
@@ -88,7 +92,7 @@ class HeldKind(typing.NamedTuple):
     """E.g. "a classifier checkpoint (3 classes; output_weights [3, 32])"."""
     what = " or ".join(self.kinds)
     detail = []
-    if self.kinds == (kinds.CLASSIFIER,) and self.rows:
+    if self.kinds in ((kinds.CLASSIFIER,), (kinds.TOKEN_CLASSIFIER,)) and self.rows:
       detail.append(f"{self.rows} classes")
     if len(self.kinds) == 1:
       detail.append(kinds.DESCRIPTIONS[self.kinds[0]])
@@ -264,7 +268,7 @@ class _TfFormat(CheckpointFormat):
       model_type = held.kinds[0]
     if model_type == kinds.CLASSIFIER and held.rows == 1:
       model_type = kinds.REGRESSION  # our TF2 classifier head with one row: STS-B
-    return model_type, held.rows if model_type in kinds.CLASSIFIER_KINDS else None
+    return model_type, held.rows if model_type in kinds.LABELED_KINDS else None
 
 
 class Tf1Format(_TfFormat):
@@ -326,7 +330,7 @@ class HfFormat(CheckpointFormat):
       return HeldKind(kinds.ONE_ROW_KINDS, rows,
                       f"{official_names.HF_CLASSIFIER}.weight {list(head)}")
     kind, _ = self.kind()
-    return HeldKind((kind,), rows if kind in kinds.CLASSIFIER_KINDS else None,
+    return HeldKind((kind,), rows if kind in kinds.LABELED_KINDS else None,
                     f"config.json architectures {arch}" if arch else None)
 
   def label_names(self):

@@ -224,8 +224,9 @@ def refuse_other_kind(source, model):
     raise AlbertError(f"{source.path}: holds {held.describe()}, but this command needs a "
                       f"{want} model ({kinds.DESCRIPTIONS[want]}): give it a {want} checkpoint")
   classes = getattr(model, "num_classes", None)
-  if want == kinds.CLASSIFIER and held.rows is not None and held.rows != classes:
-    raise AlbertError(f"{source.path}: holds a classifier with {held.rows} classes (its "
+  if (want in (kinds.CLASSIFIER, kinds.TOKEN_CLASSIFIER) and held.rows is not None
+      and held.rows != classes):
+    raise AlbertError(f"{source.path}: holds a {want} with {held.rows} classes (its "
                       f"{held.evidence}), but this task's classifier has {classes}: give it a "
                       "checkpoint fine-tuned on this task")
 

@@ -17,7 +17,8 @@
   `<scope>/gamma`, `<scope>/beta` (HF `.weight`, `.bias`); a variable is named as is.
 * The HF names are those of transformers' `AlbertForPreTraining` (encoder, pooler, pretraining
   heads) and of its task models: `AlbertForSequenceClassification` and `AlbertForMultipleChoice`
-  (`classifier`), `AlbertForQuestionAnswering` (`qa_outputs`). None where HF ALBERT has no place
+  (`classifier`), `AlbertForTokenClassification` (`classifier`, per piece),
+  `AlbertForQuestionAnswering` (`qa_outputs`). None where HF ALBERT has no place
   (the SQuAD v2.0 head, and blocks owned by one layer). The task heads' torch Linear weights are
   [out, in] = [classes, H], the official `output_weights` layout: stored as is, not transposed.
 """
@@ -39,7 +40,8 @@ WORD_EMBEDDINGS = "bert/embeddings/word_embeddings"
 MLM_OUTPUT_BIAS = "cls/predictions/output_bias"
 HF_EMBEDDING_PROJECTION = "albert.encoder.embedding_hidden_mapping_in"
 HF_POOLER = "albert.pooler"
-HF_CLASSIFIER = "classifier"  # sequence classification and multiple choice
+HF_CLASSIFIER = "classifier"  # sequence and token classification, multiple choice
+TOKEN_CLASSIFIER_SCOPE = "cls/token_classification/"  # ours: the official code has no tagger
 HF_QA_OUTPUTS = "qa_outputs"
 
 _BLOCK = "bert/encoder/transformer/{scope}/"
@@ -107,6 +109,13 @@ _TABLE = (
     ("end_logits/dense_1", "squad_head.end_dense_1", None),
     ("answer_class/dense_0", "squad_head.answer_dense_0", None),
     ("answer_class/dense_1", "squad_head.answer_dense_1", None),  # no bias
+    # Token classification (AlbertTokenClassifier, run_ner.py; no official script): [num_labels,
+    # H] as the official classifier's, scoped as the official SQuAD head (`cls/<task>/`); HF
+    # AlbertForTokenClassification's Linear(H, num_labels) on the sequence output.
+    (TOKEN_CLASSIFIER_SCOPE + "output_weights", "token_classifier_head.output_weights",
+     HF_CLASSIFIER + ".weight"),
+    (TOKEN_CLASSIFIER_SCOPE + "output_bias", "token_classifier_head.output_bias",
+     HF_CLASSIFIER + ".bias"),
 )
 
 # The sharing plan's owners of each block list, in the same order as the blocks.

@@ -16,7 +16,8 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   flags.DEFINE_string("data_dir", None, "Where each data set's directory goes (GLUE: the "
-                      "--data_dir of run_classifier.py; IMDB: aclImdb/).")
+                      "--data_dir of run_classifier.py; IMDB: aclImdb/; WNUT17: wnut17/, the "
+                      "--data_dir of run_ner.py).")
   flags.DEFINE_string("tasks", None, "Comma-separated data sets: " + ", ".join(
       f"{d.name} ({d.description})" for d in public_data.DATA_SETS.values())
       + "; glue = every GLUE task.")

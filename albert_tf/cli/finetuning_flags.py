@@ -8,6 +8,7 @@ official defaults as arguments), and gets the library's dataclasses from its fun
   run_race.py                        race_configs
   run_squad.py (run_squad_v1/_v2)    squad_config, then squad_run_configs (it asks the task
                                      whether --predict_file has answers)
+  run_ner.py                         ner_configs (define_ner_flags: its own group)
 
 Official flags keep their official names, defaults and meaning; extras say "Extra:".
 """
@@ -17,6 +18,7 @@ import os
 from absl import flags
 
 from albert_tf.cli import training_flags
+from albert_tf.common import fileio
 from albert_tf.cli.command import (DIRECTORY, define_once, output_flags, require_action,
                                    require_flags)
 from albert_tf.data import custom_task, glue
@@ -153,6 +155,37 @@ def _define_custom_task_flags():
               "a class.")
 
 
+# Where run_ner.py looks in --data_dir for each split's file, first found wins.
+NER_FILE_NAMES = {"train_file": "train", "dev_file": "dev", "test_file": "test"}
+NER_EXTENSIONS = (".txt", ".conll", ".jsonl")
+
+
+def define_ner_flags():
+  """run_ner.py's own group: the files, the tags and the windows; the early-exit flags only to
+  refuse them in one line (early exit does not apply to token classification)."""
+  define_once(flags.DEFINE_string, "data_dir", None,
+              "A dir with train, dev and test files (.txt or .conll: CoNLL columns; .jsonl: "
+              "{\"tokens\", \"tags\"} lines); --train_file/--dev_file/--test_file name them "
+              "one by one instead.")
+  define_once(flags.DEFINE_string, "train_file", None, "The training file (--do_train).")
+  define_once(flags.DEFINE_string, "dev_file", None, "The evaluation file (--do_eval).")
+  define_once(flags.DEFINE_string, "test_file", None,
+              "The file to tag (--do_predict): written back in its format with a predicted tag "
+              "per word; tags in it are allowed and ignored.")
+  define_once(flags.DEFINE_list, "labels", None,
+              "The tags, comma-separated, in the order of the head's outputs (or a file with one "
+              "per line). Default: recorded in <output_dir>/tag_list.json by the run that "
+              "trained there, else the training file's (O first, then sorted).")
+  define_once(flags.DEFINE_enum, "tag_scheme", "BIO", ["BIO", "BIOES", "IO"],
+              "The tags' scheme. BIO repairs an I-X that starts an entity (IOB1) to B-X; broken "
+              "BIOES is refused (docs/token_classification.md).", case_sensitive=False)
+  define_once(flags.DEFINE_integer, "doc_stride", 128,
+              "A sentence longer than --max_seq_length - 2 pieces is cut into windows of whole "
+              "words, each starting about this many pieces after the one before; every word is "
+              "tagged from the window where it has the most context.")
+  _define_early_exit_flags()
+
+
 def _define_early_exit_flags():
   """Extras of run_classifier.py: patience-based early exit (PABEE; docs/early_exit.md)."""
   define_once(flags.DEFINE_enum, "early_exit", "none", ["none", "patience"],
@@ -205,8 +238,9 @@ def step_job_config(f=FLAGS):
 
 def sentence_task_values(source, f=FLAGS):
   """The SentenceTaskConfig fields (GLUE, RACE) from the flags and the resolved ModelSource."""
+  cached_dir = f.cached_dir if "cached_dir" in f else None  # (run_ner.py caches nothing)
   return dict(albert_config=source.config, data_dir=f.data_dir,
-              max_seq_length=f.max_seq_length, cached_dir=f.cached_dir or f.output_dir,
+              max_seq_length=f.max_seq_length, cached_dir=cached_dir or f.output_dir,
               spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
               dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f),
@@ -267,6 +301,41 @@ def classifier_configs(f=FLAGS):
                            early_exit_patience=f.early_exit_patience,
                            early_exit_threshold=f.early_exit_threshold,
                            **sentence_task_values(model_source(f), f))
+  return task_config, run_config, training_flags.runtime_config(f)
+
+
+def _ner_files(f=FLAGS):
+  """{train_file, dev_file, test_file}: given one by one, else found in --data_dir."""
+  files = {}
+  for flag, stem in NER_FILE_NAMES.items():
+    files[flag] = f[flag].value
+    if files[flag] is None and f.data_dir:
+      found = [os.path.join(f.data_dir, stem + ext) for ext in NER_EXTENSIONS]
+      files[flag] = next((p for p in found if fileio.exists(p)), None)
+  for flag, action in (("train_file", "do_train"), ("dev_file", "do_eval"),
+                       ("test_file", "do_predict")):
+    if f[action].value and not files[flag]:
+      where = (f" (none of {', '.join(NER_FILE_NAMES[flag] + e for e in NER_EXTENSIONS)} in "
+               f"--data_dir={f.data_dir})" if f.data_dir else "")
+      raise AlbertError(f"--{action} needs --{flag}{where}")
+  return files
+
+
+def ner_configs(f=FLAGS):
+  """(TokenClassificationConfig, RunConfig, RuntimeConfig) of run_ner.py."""
+  if f.early_exit != "none" or f.early_exit_patience is not None:
+    flag = "--early_exit" if f.early_exit != "none" else "--early_exit_patience"
+    raise AlbertError(f"{flag}: early exit does not apply to token classification (every word "
+                      "is tagged from the last layer); leave it out")
+  files = _ner_files(f)
+  run_config = step_job_config(f)
+  from albert_tf.tasks.token_classification import (  # lazy: TensorFlow, after the flags
+      TokenClassificationConfig, tag_list_path)
+  values = sentence_task_values(model_source(f), f)
+  values.update(data_dir=f.data_dir or "", bucket_boundaries=None)
+  task_config = TokenClassificationConfig(
+      labels=f.labels, tag_scheme=f.tag_scheme, doc_stride=f.doc_stride,
+      tag_list_file=tag_list_path(f.output_dir), **files, **values)
   return task_config, run_config, training_flags.runtime_config(f)
 
 

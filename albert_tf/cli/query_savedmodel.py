@@ -16,7 +16,7 @@ FLAGS = flags.FLAGS
 
 def define_flags():
   flags.DEFINE_string("export_dir", None, "SavedModel directory written by --export_dir.")
-  flags.DEFINE_multi_string("text_a", [], "First sentence(s).")
+  flags.DEFINE_multi_string("text_a", [], "First sentence(s); a token classifier's text(s).")
   flags.DEFINE_multi_string("text_b", [], "Second sentence(s), one per --text_a (sentence-pair "
                             "models; none for a single-sentence export).")
   flags.DEFINE_string("pair_file", None, "Or: an MRPC-format TSV (label, id, id, text_a, "
@@ -44,6 +44,13 @@ def _query_savedmodel(argv):
       texts_b = [""] * len(FLAGS.text_a)  # single sentences (a pair model reads "" as no text_b)
     rows = [(None, a, b) for a, b in zip(FLAGS.text_a, texts_b)]
   outputs = savedmodel_query.query(FLAGS.export_dir, [r[1] for r in rows], [r[2] for r in rows])
+  if "num_entities" in outputs:  # a token classifier: each text's entities
+    for i, (_, text, _) in enumerate(rows):
+      found = savedmodel_query.entities(outputs, i)
+      print(f"text: {text[:90]}\n-> " + ("; ".join(
+          f"{kind} [{start}:{end}] {span!r} p={p:.2f}" for kind, start, end, span, p in found)
+          or "no entity") + "\n")
+    return
   predicted = [label.decode() for label in outputs["label"]]
   shown = len(rows) if FLAGS.show is None else max(FLAGS.show, 0)
   for i, (gold, a, b) in enumerate(rows[:shown]):

@@ -18,9 +18,13 @@ REGRESSION = "regression"  # the same head with one output (STS-B)
 MULTIPLE_CHOICE = "multiple_choice"  # one-unit scorer over the choices (RACE)
 SQUAD_V1 = "squad_v1"  # SQuAD v1.1 span head
 SQUAD_V2 = "squad_v2"  # the official ALBERT SQuAD v2.0 head
+TOKEN_CLASSIFIER = "token_classifier"  # a label per piece (NER), run_ner.py
 
-KINDS = (ENCODER, PRETRAINER, CLASSIFIER, REGRESSION, MULTIPLE_CHOICE, SQUAD_V1, SQUAD_V2)
+KINDS = (ENCODER, PRETRAINER, CLASSIFIER, REGRESSION, MULTIPLE_CHOICE, SQUAD_V1, SQUAD_V2,
+         TOKEN_CLASSIFIER)
 CLASSIFIER_KINDS = (CLASSIFIER, REGRESSION)
+# The kinds whose head has one row per label: a model of them is built with its number of labels.
+LABELED_KINDS = CLASSIFIER_KINDS + (TOKEN_CLASSIFIER,)
 SQUAD_KINDS = (SQUAD_V1, SQUAD_V2)
 # The official TF1 names of a one-row GLUE-style head hold either of these two kinds.
 ONE_ROW_KINDS = (REGRESSION, MULTIPLE_CHOICE)
@@ -34,6 +38,7 @@ DESCRIPTIONS = {
     MULTIPLE_CHOICE: "multiple-choice scorer, run_race.py",
     SQUAD_V1: "SQuAD v1.1 span head, run_squad_v1.py",
     SQUAD_V2: "SQuAD v2.0 head, run_squad_v2.py",
+    TOKEN_CLASSIFIER: "token classifier, a label per word (NER), run_ner.py",
 }
 
 

@@ -15,6 +15,7 @@ writers of the small record files beside them.
   <output_dir>/best_checkpoint.json              which checkpoint that was, and its result
   <output_dir>/best_trial.txt                    `<last step>:<best step>:<best value>`
   <output_dir>/label_list.json                   a custom task's classes (LABEL_LIST)
+  <output_dir>/tag_list.json                     run_ner.py's tags and scheme (TAG_LIST)
   <output_dir>/test_results.tsv, predictions.tsv, predict_results.txt   predictions
   <output_dir>/exit_layers.tsv                   early exit, GLUE: each answer's layer (EXIT_LAYERS)
   <export_dir>/<version>/saved_model.pb          exports (albert_tf/export/, a directory of
@@ -39,6 +40,7 @@ BEST_CHECKPOINT = "model.ckpt-best"
 BEST_CHECKPOINT_JSON = "best_checkpoint.json"
 BEST_TRIAL = "best_trial.txt"
 LABEL_LIST = "label_list.json"
+TAG_LIST = "tag_list.json"  # run_ner.py: the tags in the head's order and their scheme
 ALBERT_CONFIG = "albert_config.json"  # as beside the official tarballs' checkpoints
 SPM_MODEL = "30k-clean.model"  # the official tarballs' name for the SentencePiece model
 TEST_RESULTS = "test_results.tsv"

@@ -2,7 +2,9 @@
 
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import serving
+from albert_tf.export.token_serving import TokenClassifierServing
 from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+from albert_tf.errors import AlbertError
 from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 
 
@@ -89,3 +91,24 @@ def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
   return serving.write_serving_savedmodel(module, export_dir, identity,
                                           _assets(model, spm_model_file),
                                           measured)
+
+
+def export_token_classifier(model, export_dir, label_list, max_seq_length, spm_model_file,
+                            do_lower_case=True):
+  """Writes an AlbertTokenClassifier (NER) as a new TF Serving version `<export_dir>/<version>/`:
+  serving_default on raw text (entities with character offsets), token_ids, and core_ops/ with
+  token_ids alone (export/token_serving.py). Returns the version directory.
+
+  Raises:
+    AlbertError: no SentencePiece model (the raw-text signature needs one).
+  """
+  if not spm_model_file:
+    raise AlbertError("--export_dir of a token classifier needs --spm_model_file (its "
+                      "serving_default tokenizes raw text in the graph)")
+  module = TokenClassifierServing(model, label_list, max_seq_length,
+                                  _text_tokenizer(spm_model_file, max_seq_length, do_lower_case))
+  identity = serving.model_identity("albert_token_classifier", model, max_seq_length,
+                                    spm_model_file, labels=list(label_list),
+                                    do_lower_case=bool(do_lower_case))
+  return serving.write_serving_savedmodel(module, export_dir, identity,
+                                          _assets(model, spm_model_file))

@@ -295,10 +295,15 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
   """
   def write(tmp_dir):
     token_ids = module.token_ids_fn()
-    tf_example = module.tf_example_fn()
-    signatures = {"token_ids": token_ids, "tf_example": tf_example}
+    tf_example = module.tf_example_fn()  # None: the module has no tf.Example signature
+    signatures = {"token_ids": token_ids}
+    if tf_example is not None:
+      signatures["tf_example"] = tf_example
+    core_signatures = dict(signatures, serving_default=token_ids)
     if module.text_tokenizer is not None:
       signatures["serving_default"] = module.raw_text_fn()
+      if hasattr(module, "words_fn"):  # the token classifier's pre-split words
+        signatures["words"] = module.words_fn()
     else:
       signatures["serving_default"] = token_ids
     staging = tmp_dir + "-assets"
@@ -307,9 +312,7 @@ def write_serving_savedmodel(module, export_dir, identity, assets=(), measured=N
       _save(module, tmp_dir, signatures, staged)
       core = _CoreOpsModule(module)
       core_dir = os.path.join(tmp_dir, CORE_OPS_SUBDIR)
-      _save(core, core_dir,
-            {"serving_default": token_ids, "token_ids": token_ids, "tf_example": tf_example},
-            staged)
+      _save(core, core_dir, core_signatures, staged)
       share_variables(tmp_dir, core_dir)
     finally:
       fileio.remove(staging)

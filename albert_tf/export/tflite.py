@@ -4,7 +4,8 @@
                batch_size=1)
 
 One signature, `serving_default`, token ids in (int32; the app tokenizes), batch `batch_size`:
-  classifier / SQuAD   input_ids, input_mask, segment_ids [batch, max_seq_length]
+  classifier / SQuAD / token classifier
+                       input_ids, input_mask, segment_ids [batch, max_seq_length]
                        (SQuAD v2.0 also p_mask [batch, max_seq_length], 1 = not in an answer)
   multiple choice      input_ids, input_mask, segment_ids [batch, num_choices, max_seq_length]
 batch_size=1 (the default) is the on-device file: every shape fixed. batch_size=None gives a
@@ -12,6 +13,8 @@ dynamic batch dimension (shape signature -1) for batched CPU serving: the interp
 to each call's batch (`get_signature_runner()` does so itself), the same ops at any batch.
 And the model's outputs, as its SavedModel gives them:
   classifier / multiple choice   logits, probabilities (float32)
+  token classifier               logits, probabilities [batch, max_seq_length, tags] (the
+                                 app maps words to first pieces: data/token_alignment.py)
   SQuAD v1.1                     start_logits, end_logits [1, max_seq_length]
   SQuAD v2.0                     start_top_log_probs, start_top_index, end_top_log_probs,
                                  end_top_index, cls_logits (the official beam)
@@ -49,7 +52,8 @@ from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export.precision import serving_copy
 from albert_tf.layers import kernel_layout
-from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel,
+                              AlbertTokenClassifier)
 
 QUANTIZE_MODES = ("none", "dynamic")
 _TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
@@ -72,9 +76,10 @@ def input_shape(model, max_seq_length, batch_size=1):
 
 
 def _check_model(model, max_seq_length, batch_size):
-  if not isinstance(model, (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel)):
-    raise AlbertError(f"TFLite export takes an AlbertClassifier, AlbertMultipleChoice or "
-                      f"AlbertSquadModel, not {type(model).__name__}")
+  if not isinstance(model, (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel,
+                            AlbertTokenClassifier)):
+    raise AlbertError(f"TFLite export takes an AlbertClassifier, AlbertMultipleChoice, "
+                      f"AlbertSquadModel or AlbertTokenClassifier, not {type(model).__name__}")
   limit = model.config.max_position_embeddings
   if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or not (
       1 <= max_seq_length <= limit):
@@ -136,7 +141,8 @@ def write_tflite(model, path, max_seq_length, quantize="none", batch_size=1):
   """Writes `model` as a TFLite file at `path`, atomically (a temp file renamed into place).
 
   Args:
-    model: AlbertClassifier, AlbertMultipleChoice or AlbertSquadModel (fine-tuned weights).
+    model: AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel or AlbertTokenClassifier
+      (fine-tuned weights).
     path: the .tflite file to write (e.g. <export_dir>/albert_model.tflite); its directory is
       created if needed.
     max_seq_length: the fixed sequence length of the inputs.

@@ -155,6 +155,12 @@ def signature_inputs(signature, info, batch_size, seed=0):
       value = _positions(rng, tokens["input_mask"])
     elif key == "examples":
       value = _examples(rng, batch_size, info, config)
+    elif key == "text":  # a token classifier's text: one window, so a few words
+      value = _words(batch_size, _seq_length(info, config))
+    elif key == "words":  # ... and the same pre-split, "" padding the shorter rows
+      split = [text.split() for text in _words(batch_size, _seq_length(info, config))]
+      width = max(len(row) for row in split)
+      value = np.array([row + [""] * (width - len(row)) for row in split], dtype=object)
     elif key in _TEXT_INPUTS:
       value = _texts(rng, key, batch_size, int(info.get("num_choices") or 4))
     else:
@@ -224,6 +230,14 @@ def _examples(rng, batch_size, info, config):
     records.append(tf.train.Example(features=tf.train.Features(feature=feature))
                    .SerializeToString())
   return np.array(records, dtype=object)
+
+
+def _words(batch_size, seq_len):
+  """[batch] strings of the first words of _SENTENCES: about one word per 8 pieces of seq_len,
+  so that a text fits one window even in a small vocabulary's many pieces per word."""
+  count = max(1, (seq_len - 2) // 8)
+  return np.array([" ".join(_SENTENCES[row % len(_SENTENCES)].split()[:count])
+                   for row in range(batch_size)], dtype=object)
 
 
 def _texts(rng, key, batch_size, num_choices):

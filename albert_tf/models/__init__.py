@@ -6,3 +6,4 @@ from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.registry import build, model_class
 from albert_tf.models.squad import AlbertSquadModel
+from albert_tf.models.token_classifier import AlbertTokenClassifier

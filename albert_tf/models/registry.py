@@ -11,9 +11,11 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.squad import AlbertSquadModel
+from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.networks.encoder import AlbertEncoder
 
-MODEL_CLASSES = (AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel)
+MODEL_CLASSES = (AlbertPretrainer, AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel,
+                 AlbertTokenClassifier)
 
 
 def model_class(kind):
@@ -36,7 +38,7 @@ def build(kind, config, num_labels=None, **head_args):
   Args:
     kind: the model's kind.
     config: an AlbertConfig.
-    num_labels: a classifier's classes (2 or more; a regression has one).
+    num_labels: a classifier's or token classifier's labels (2 or more; a regression has one).
     **head_args: further constructor arguments of the class (dropout_rate, ...); the encoder
       takes none.
   Raises:

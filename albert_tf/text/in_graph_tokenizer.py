@@ -83,6 +83,7 @@ class InGraphTokenizer(tf_keras.layers.Layer):
     self.cls_id = self._py_tokenizer.cls_id
     self.sep_id = self._py_tokenizer.sep_id
     self.pad_id = 0
+    self.unk_id = self._py_tokenizer.unk_id
     with tf.io.gfile.GFile(spm_model_file, "rb") as f:
       self._sp_op = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     rows = []
@@ -94,6 +95,8 @@ class InGraphTokenizer(tf_keras.layers.Layer):
         rows.append([sp.PieceToId(p) for p in split])
     self._split_table = tf.ragged.constant(rows, dtype=tf.int32)
     self._space_re = _char_class("space") + "+"
+    # A run of what Python's str.split() splits on (RE2), for splitting text into words.
+    self.whitespace_pattern = self._space_re
     self._combining_re = _char_class("combining")
 
   def preprocess(self, texts):

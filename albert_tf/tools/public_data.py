@@ -1,7 +1,9 @@
-"""Fetching public data sets, for users who have internet: the GLUE tasks and IMDB reviews.
+"""Fetching public data sets, for users who have internet: the GLUE tasks, IMDB reviews and the
+WNUT 2017 named entities.
 
   python -m albert_tf.cli.download_data --data_dir=glue_data --tasks=SST-2,MRPC
   python -m albert_tf.cli.download_data --data_dir=data --tasks=IMDB
+  python -m albert_tf.cli.download_data --data_dir=data --tasks=WNUT17
 
 The official release pointed to `download_glue_data.py` for GLUE; this lays the tasks out as that
 script did, i.e. as run_classifier.py's --data_dir reads them (`<data_dir>/SST-2/train.tsv`, ...,
@@ -10,7 +12,9 @@ as download_glue_data.py, the train and test files come from SentEval's copy of 
 the GLUE dev split is cut out of the training file by GLUE's list of dev pair ids, giving
 MRPC/train.tsv, dev.tsv (label, ids, two strings, with the corpus's header) and test.tsv (index,
 ids, two strings). IMDB is Maas et al.'s aclImdb_v1.tar.gz, unpacked as `<data_dir>/aclImdb`
-(train/{pos,neg,unsup}, test/{pos,neg}).
+(train/{pos,neg,unsup}, test/{pos,neg}). WNUT17 is the WNUT 2017 emerging-entities corpus's
+three CoNLL files (word, tab, BIO tag), as `<data_dir>/wnut17/{train,dev,test}.txt`: run_ner.py's
+--data_dir.
 
 Nothing is left looking complete when it is not:
   * a file downloads to `<data_dir>/.downloads/<name>.part`; a run stopped half-way (or a
@@ -49,6 +53,7 @@ from albert_tf.tools.pair_task import MRPC_TEST_HEADER, MRPC_TRAIN_HEADER
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
 SENTEVAL_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data/"
 IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/"
+WNUT17_URL = "https://raw.githubusercontent.com/leondz/emerging_entities_17/master/"
 DOWNLOADS = ".downloads"  # below data_dir: the files being (or waiting to be) unpacked
 PARTIAL = ".part"  # the suffix of a download not yet whole
 # Published SHA-256 checksums (the ones the data sets' users publish and agree on); the GLUE
@@ -147,6 +152,15 @@ def _copy_as(name):
   return unpack
 
 
+def _copy_files_as(*names):
+  """Copies the downloaded files, in order, under `names` (run_ner.py's train/dev/test)."""
+  def unpack(paths, target):
+    os.makedirs(target, exist_ok=True)
+    for path, name in zip(paths, names, strict=True):
+      shutil.copyfile(path, os.path.join(target, name))
+  return unpack
+
+
 def _read_rows(path, columns=5):
   """A tab-separated file with a header -> its rows (lists of `columns` fields)."""
   lines = utf8.read_file(path, "a tab-separated MRPC file").splitlines()
@@ -213,9 +227,14 @@ DATA_SETS = {
         DataSet("IMDB", "aclImdb", (IMDB_URL + "aclImdb_v1.tar.gz",),
                 lambda paths, target: _unpack_tar_gz(paths[0], target, "aclImdb"),
                 "50,000 labelled and 50,000 unlabelled movie reviews (Maas et al. 2011)"),
+        DataSet("WNUT17", "wnut17", tuple(WNUT17_URL + name for name in (
+            "wnut17train.conll", "emerging.dev.conll", "emerging.test.annotated")),
+                _copy_files_as("train.txt", "dev.txt", "test.txt"),
+                "NER: WNUT 2017 emerging entities, CoNLL columns, BIO tags of 6 types "
+                "(CC-BY 4.0; run_ner.py --data_dir)"),
     )
 }
-GLUE_TASKS = tuple(name for name in DATA_SETS if name != "imdb")
+GLUE_TASKS = tuple(name for name in DATA_SETS if name not in ("imdb", "wnut17"))
 ALIASES = {"glue": GLUE_TASKS, "sst2": ("sst-2",), "stsb": ("sts-b",),
            "diagnostic": ("ax",)}
 

@@ -1,4 +1,5 @@
-"""Queries an exported classifier SavedModel with raw sentence pairs, as a client would.
+"""Queries an exported classifier SavedModel with raw sentence pairs, as a client would (or an
+exported token classifier with texts: its entities).
 
   python -m albert_tf.cli.query_savedmodel --export_dir=export \
       --text_a="The cat sat." --text_b="It was tired."
@@ -68,7 +69,7 @@ def query(export_dir, texts_a, texts_b):
 
   texts_b: the second sentences (one per text_a) of a pair model; None or empty for a
     single-sentence export (CoLA, SST-2, a text-only custom task), whose signature takes text_a
-    only.
+    only, and for a token classifier (run_ner.py's export: its signature takes `text`).
 
   export_dir: a SavedModel, or a TF Serving base path (its newest version is queried).
   """
@@ -83,6 +84,11 @@ def query(export_dir, texts_a, texts_b):
     raise AlbertError(f"{export_dir}: cannot load SavedModel ({e})") from None
   serve = loaded.signatures["serving_default"]
   takes = set(serve.structured_input_signature[1])
+  if takes == {"text"}:  # a token classifier (NER): one text each, no pairs
+    if any(texts_b or []):
+      raise AlbertError(f"{export_dir}: a token classifier (its serving_default takes text); "
+                        "drop --text_b")
+    return {k: v.numpy() for k, v in serve(text=tf.constant(list(texts_a))).items()}
   if "text_a" not in takes:
     raise AlbertError(f"{export_dir}: serving_default takes {', '.join(sorted(takes))}, not "
                       f"text_a/text_b (not a sentence classifier export)")
@@ -97,3 +103,12 @@ def query(export_dir, texts_a, texts_b):
   outputs = serve(**inputs)
   return {k: v.numpy() for k, v in outputs.items()}
 
+
+
+def entities(outputs, row):
+  """The entities of one text of a token classifier's outputs: [(type, start, end, text,
+  score)], start/end characters of the text (end exclusive)."""
+  count = int(outputs["num_entities"][row])
+  return [(outputs["entity_type"][row][i].decode(), int(outputs["entity_start"][row][i]),
+           int(outputs["entity_end"][row][i]), outputs["entity_text"][row][i].decode(),
+           float(outputs["entity_score"][row][i])) for i in range(count)]

@@ -1,5 +1,6 @@
 """HF task heads both ways: AlbertForSequenceClassification (and regression),
-AlbertForMultipleChoice and AlbertForQuestionAnswering directories against transformers' outputs.
+AlbertForMultipleChoice, AlbertForQuestionAnswering and AlbertForTokenClassification
+directories against transformers' outputs.
 
 tests/fixtures/hf_heads/ was made once with torch + transformers by
 tests/fixtures/make_hf_reference.py (steps heads-ours / heads-reference, see its docstring):
@@ -29,11 +30,14 @@ from tests.helpers.paths import FIXTURES_DIR, REPO
 
 DATA = FIXTURES_DIR / "hf_heads"
 HF_MADE = {"hf_classifier": "classifier", "hf_regression": "regression",
-           "hf_multiple_choice": "multiple_choice", "hf_squad": "squad_v1"}
+           "hf_multiple_choice": "multiple_choice", "hf_squad": "squad_v1",
+           "hf_token_classifier": "token_classifier"}
 OURS = {"ours_classifier": "classifier", "ours_regression": "regression",
-        "ours_multiple_choice": "multiple_choice", "ours_squad": "squad_v1"}
+        "ours_multiple_choice": "multiple_choice", "ours_squad": "squad_v1",
+        "ours_token_classifier": "token_classifier"}
 OUTPUTS = {"classifier": ("logits",), "regression": ("logits",),
-           "multiple_choice": ("logits",), "squad_v1": ("start_logits", "end_logits")}
+           "multiple_choice": ("logits",), "squad_v1": ("start_logits", "end_logits"),
+           "token_classifier": ("logits",)}
 MNLI_LABELS = ["contradiction", "entailment", "neutral"]
 # hf_classifier's id2label is ENTAILMENT, NEUTRAL, CONTRADICTION: MNLI's order takes rows 2, 0, 1.
 MNLI_ROWS = [2, 0, 1]
@@ -113,9 +117,37 @@ def test_written_configs_name_the_head():
   assert cfg["ours_regression"]["id2label"] == {"0": "LABEL_0"}
   assert cfg["ours_multiple_choice"]["architectures"] == ["AlbertForMultipleChoice"]
   assert cfg["ours_squad"]["architectures"] == ["AlbertForQuestionAnswering"]
-  # HF's question answering has no pooler: none written.
-  assert not [k for k in load_file(DATA / "ours_squad" / "model.safetensors")
-              if k.startswith("albert.pooler")]
+  assert cfg["ours_token_classifier"]["architectures"] == ["AlbertForTokenClassification"]
+  assert cfg["ours_token_classifier"]["id2label"] == {
+      "0": "O", "1": "B-LOC", "2": "B-PER", "3": "I-LOC", "4": "I-PER"}
+  assert "problem_type" not in cfg["ours_token_classifier"]
+  # HF's question answering and token classification have no pooler: none written.
+  for name in ("ours_squad", "ours_token_classifier"):
+    assert not [k for k in load_file(DATA / name / "model.safetensors")
+                if k.startswith("albert.pooler")]
+
+
+def test_token_classifier_logits_within_1e5_and_tags_in_the_tasks_order():
+  """transformers' AlbertForTokenClassification (tags B-PER, I-PER, O, B-LOC, I-LOC) read for a
+  task whose labels are O, B-LOC, B-PER, I-LOC, I-PER: every piece's logits equal transformers'
+  within 1e-5, columns in the task's order."""
+  from albert_tf import from_pretrained  # pylint: disable=g-import-not-at-top
+  tags = ["O", "B-LOC", "B-PER", "I-LOC", "I-PER"]
+  hf_tags = json.loads((DATA / "hf_token_classifier" / "config.json").read_text())["id2label"]
+  hf_order = [hf_tags[str(i)] for i in range(len(hf_tags))]
+  assert hf_order != tags
+  loaded = from_pretrained(str(DATA / "hf_token_classifier"), label_list=tags)
+  assert loaded.model_type == "token_classifier" and loaded.label_list == tags
+  ref = np.load(DATA / "hf_token_classifier" / "reference.npz")
+  got = outputs(loaded.model, ref)["logits"].numpy()
+  assert got.shape == ref["logits"].shape == (2, 12, 5)
+  np.testing.assert_allclose(got, ref["logits"][..., [hf_order.index(t) for t in tags]],
+                             rtol=0, atol=1e-5)
+  # With no label list, the directory's own id2label names the labels, in its order.
+  own = from_pretrained(str(DATA / "hf_token_classifier"))
+  assert own.label_list == hf_order
+  np.testing.assert_allclose(outputs(own.model, ref)["logits"].numpy(), ref["logits"], rtol=0,
+                             atol=1e-5)
 
 
 def test_id2label_puts_the_rows_in_the_tasks_order(tmp_path):

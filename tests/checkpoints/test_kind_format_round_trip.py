@@ -32,8 +32,8 @@ from tests.helpers.tiny_config import tiny_albert_config
 
 _FORMATS = (formats.TF1, formats.TF2, formats.HF, formats.TARBALL)
 _READ_ONLY = (formats.HUB_MODULE, formats.TARBALL)
-_NUM_LABELS = {kinds.CLASSIFIER: 3}
-_CLASSES = {kinds.CLASSIFIER: 3, kinds.REGRESSION: 1}
+_NUM_LABELS = {kinds.CLASSIFIER: 3, kinds.TOKEN_CLASSIFIER: 5}
+_CLASSES = {kinds.CLASSIFIER: 3, kinds.REGRESSION: 1, kinds.TOKEN_CLASSIFIER: 5}
 _NUM_CHOICES = 4  # AlbertMultipleChoice's default
 _BATCH, _SEQ = 2, 8
 
@@ -124,8 +124,9 @@ def test_round_trip(tmp_path, saved_models, spm_model, kind, fmt):
   source.load_into(fresh)
   before, after = _values(model), _values(fresh)
   assert sorted(before) == sorted(after)
-  if fmt == formats.HF and kind == kinds.SQUAD_V1:
-    # HF AlbertForQuestionAnswering has no pooler (SQuAD never reads it): it stays fresh.
+  if fmt == formats.HF and kind in (kinds.SQUAD_V1, kinds.TOKEN_CLASSIFIER):
+    # HF AlbertForQuestionAnswering and AlbertForTokenClassification have no pooler (the models
+    # never read it): it stays fresh.
     before = {n: v for n, v in before.items() if not n.startswith("bert/pooler/")}
   for name, value in before.items():
     np.testing.assert_array_equal(after[name], value, err_msg=name)

@@ -3,7 +3,7 @@
 `restore_model_weights` (what every script's evaluation, prediction and export calls, and
 `from_pretrained` for task models) reads the kind the checkpoint holds from its variable names
 (`formats.detect(path).held_kind()`) and compares it with the model the command builds: for
-every pair of the six kinds (and a checkpoint of the encoder alone), in the official TF1 layout
+every pair of the seven kinds (and a checkpoint of the encoder alone), in the official TF1 layout
 (what `model.ckpt-best` is) and in ours (the trainer's `ckpt-N`). The message names the kind
 the checkpoint holds, the variable that says so, and the kind the command wanted; never a shape
 error blaming albert_config.
@@ -32,9 +32,9 @@ from tests.helpers.text import make_tiny_spm_model
 from tests.helpers.tiny_config import TINY_CONFIG_FILE, tiny_albert_config
 
 WANTED = (kinds.PRETRAINER, kinds.CLASSIFIER, kinds.REGRESSION, kinds.MULTIPLE_CHOICE,
-          kinds.SQUAD_V1, kinds.SQUAD_V2)
+          kinds.SQUAD_V1, kinds.SQUAD_V2, kinds.TOKEN_CLASSIFIER)
 HELD = (kinds.ENCODER,) + WANTED
-_CLASSES = {kinds.CLASSIFIER: 3}
+_CLASSES = {kinds.CLASSIFIER: 3, kinds.TOKEN_CLASSIFIER: 5}
 
 
 def _build(kind, classes=None):

@@ -8,7 +8,8 @@ from ai_edge_litert.interpreter import Interpreter
 
 from albert_tf import AlbertConfig, AlbertError
 from albert_tf.export.tflite import write_tflite
-from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel,
+                              AlbertTokenClassifier)
 from tests.helpers.model_inputs import randomize_weights
 from tests.helpers.tiny_config import tiny_config_dict
 
@@ -22,6 +23,8 @@ def make_model(kind):
     return randomize_weights(AlbertClassifier(config, num_classes=3))
   if kind == "multiple_choice":
     return randomize_weights(AlbertMultipleChoice(config, num_choices=4))
+  if kind == "token_classifier":
+    return randomize_weights(AlbertTokenClassifier(config, num_classes=5))
   return randomize_weights(AlbertSquadModel(config,
                                             version_2_with_negative=kind == "squad_v2"))
 
@@ -49,7 +52,8 @@ def run_tflite(path, inputs):
   return runner(**inputs)
 
 
-KINDS = ("classifier", "multiple_choice", "squad_v1", "squad_v2")
+KINDS = ("classifier", "multiple_choice", "squad_v1", "squad_v2", "token_classifier")
+LABEL_KINDS = ("classifier", "multiple_choice", "token_classifier")  # logits and probabilities
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -77,7 +81,7 @@ def test_fp32_file_matches_keras(exported):
     else:
       np.testing.assert_allclose(got[key], value, rtol=0, atol=FP32_TOLERANCE,
                                  err_msg=f"{kind} {key}")
-  if kind in ("classifier", "multiple_choice"):
+  if kind in LABEL_KINDS:
     assert np.ptp(expected["logits"]) > 0.1  # logits far apart: the tolerance bites
 
 
@@ -88,7 +92,7 @@ def test_dynamic_file_is_smaller_and_close(exported):
   assert dynamic_size < 0.6 * fp32_size, (fp32_size, dynamic_size)
   got = run_tflite(dynamic, inputs)
   assert sorted(got) == sorted(expected)
-  if kind in ("classifier", "multiple_choice"):
+  if kind in LABEL_KINDS:
     np.testing.assert_allclose(got["probabilities"], expected["probabilities"], atol=0.05)
     assert got["probabilities"].argmax() == expected["probabilities"].argmax()
   elif kind == "squad_v1":

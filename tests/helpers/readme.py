@@ -150,7 +150,8 @@ SST2_LABELS = ("0", "1")
 SPM_VOCAB = 1000  # = the tiny config's vocab_size: a vocabulary that fits it exactly
 REPO_SCRIPTS = ("create_pretraining_data.py", "run_pretraining.py", "run_classifier.py",
                 "run_race.py", "run_squad.py", "run_squad_v1.py", "run_squad_v2.py",
-                "export_checkpoints.py", "export_savedmodel.py", "run_glue.sh", "recipes")
+                "export_checkpoints.py", "export_savedmodel.py", "run_glue.sh", "recipes",
+                "run_ner.py")
 
 
 def _copy(src, dst):
@@ -228,4 +229,6 @@ def build_stand_ins(root):
   _copy(squad.TINY_V1, root / "dev-v1.1.json")
   _copy(squad.TINY_V2, root / "dev-v2.0.json")
   _write_custom_csv(root / "data")
+  from tests.helpers.ner import write_ner_data  # pylint: disable=g-import-not-at-top
+  write_ner_data(str(root / "ner_data"))
   return root

@@ -38,6 +38,7 @@ Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2,
 | `train-v1.1.json`, `dev-v1.1.json` | tests/fixtures/squad/tiny-v1.1.json |
 | `run_glue.sh`, `recipes/` | symlinks to this checkout (the pages' recipe commands run in tests/integration/test_recipes.py) |
 | `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
+| `ner_data/train.txt`, `dev.txt`, `test.txt` | CoNLL-2003 style `word POS tag` lines of six sentences (LOC, PER; tests/helpers/ner.py) |
 | `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
 | `.venv` (`source .venv/bin/activate`) | the suite's own environment (sys.prefix) |
 | `albert_base_hf`, `out/...`, `pretrain/`, `pretrain_domain/`, `vocab/`, `records/train.tfrecord`, `domain_records/train.tfrecord`, `albert_base_tf1|2/` | written by the pages' own commands |
@@ -255,6 +256,15 @@ RULES = [
                                                  r"^f1 = "],
                    "out/mine/predictions.tsv": [r"^id\tprediction\tprobability$",
                                                 r"^0\t(neg|pos)\t0\.\d+$"]}),
+    Rule("ner", r"^python run_ner\.py --data_dir=ner_data .*--output_dir=out/ner(\s|$)",
+         produces=[p.format("out/ner") for p in GLUE_RUN + (
+             "{}/test_predictions.txt", "{}/tag_list.json")] +
+         [p.format("out/ner_export") for p in EXPORT],
+         contents={"out/ner/eval_results.txt": [r"^eval_f1 = ", r"^eval_f1_LOC = ",
+                                                r"^eval_precision = "],
+                   "out/ner/test_predictions.txt": [r"^Albert NN B-PER [BIO]\S*$"]}),
+    Rule("ner_query", r"^python -m albert_tf\.cli\.query_savedmodel --export_dir=out/ner_export ",
+         after=["ner"], stdout=r"text: Tokyo is the capital of Japan\n-> "),
     # The recipes, with the pages' arguments (model dir, data dir, output dir) and scaled-down
     # steps, are test_recipes.py's end-to-end runs; the checks of these rules are made there.
     Rule("recipe_glue", r"^bash run_glue\.sh albert_base \$GLUE_DIR out/glue$",

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertEncoder, AlbertPretrainer
-from albert_tf.models import AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel
+from albert_tf.models import (AlbertClassifier, AlbertMultipleChoice, AlbertSquadModel,
+                              AlbertTokenClassifier)
 from tests.helpers import keras_conventions
 from tests.helpers.model_inputs import random_features, randomize_weights
 from tests.helpers.tiny_config import tiny_albert_config
@@ -40,6 +41,8 @@ MODELS = {
                  ("start_logits", "end_logits")),
     "squad_v2": (lambda: AlbertSquadModel(tiny_albert_config(), version_2_with_negative=True),
                  _squad_inputs, ("start_top_log_probs", "cls_logits")),
+    "token_classifier": (lambda: AlbertTokenClassifier(tiny_albert_config(), num_classes=5),
+                         lambda: random_features(2, SEQ), ("logits", "probabilities")),
 }
 
 

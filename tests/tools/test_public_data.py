@@ -104,7 +104,7 @@ def test_command_fetches_glue_tasks_as_run_classifier_reads_them(mirror, tmp_pat
   assert again.returncode == 2
   assert again.stderr.strip().splitlines() == [
       "error: --tasks: unknown data set 'nope': expected names among CoLA, SST-2, MRPC, QQP, "
-      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, or glue (all of GLUE)"]
+      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, WNUT17, or glue (all of GLUE)"]
 
 
 def _quiet(*args):
@@ -242,3 +242,21 @@ def test_offline_and_unknown_names_are_one_line_errors(tmp_path):
       ("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",)]
   assert public_data.source_url("https://dl.fbaipublicfiles.com/glue/data/QNLIv2.zip",
                                 "http://mirror/glue/") == "http://mirror/glue/QNLIv2.zip"
+
+
+def test_wnut17_lands_as_run_ners_data_dir(tmp_path):
+  """The WNUT 2017 files (from a local mirror: no network in tests) become
+  wnut17/{train,dev,test}.txt, which run_ner.py's reader takes as they are."""
+  from albert_tf.data import tagged_files  # pylint: disable=g-import-not-at-top
+  mirror = tmp_path / "mirror"
+  mirror.mkdir()
+  for name, words in (("wnut17train.conll", "@paul\tO\nLondon\tB-location\n\nok\tO\n"),
+                      ("emerging.dev.conll", "Kanye\tB-person\nWest\tI-person\n"),
+                      ("emerging.test.annotated", "the\tO\nNBA\tB-group\n")):
+    (mirror / name).write_text(words, encoding="utf-8")
+  done = public_data.download("wnut17", str(tmp_path / "data"), base_url=str(mirror), log=_quiet)
+  assert done == {"WNUT17": str(tmp_path / "data" / "wnut17")}
+  train = tagged_files.read_tagged_file(str(tmp_path / "data" / "wnut17" / "train.txt"), "BIO")
+  assert [s.words for s in train] == [["@paul", "London"], ["ok"]]
+  assert sorted(os.listdir(tmp_path / "data" / "wnut17")) == ["dev.txt", "test.txt", "train.txt"]
+  assert "wnut17" not in public_data.GLUE_TASKS

@@ -26,6 +26,7 @@ KIND_ARCHITECTURES = {
     kinds.MULTIPLE_CHOICE: "AlbertForMultipleChoice",
     kinds.SQUAD_V1: "AlbertForQuestionAnswering",
     kinds.SQUAD_V2: "AlbertModel",
+    kinds.TOKEN_CLASSIFIER: "AlbertForTokenClassification",
 }
 # Kinds whose architecture is written but reads back as another kind (the first one above).
 _WRITTEN_ONLY = (kinds.REGRESSION, kinds.SQUAD_V2)
@@ -34,10 +35,16 @@ _WRITTEN_ONLY = (kinds.REGRESSION, kinds.SQUAD_V2)
 ARCHITECTURE_TYPES = dict(
     {arch: kind for kind, arch in KIND_ARCHITECTURES.items() if kind not in _WRITTEN_ONLY},
     AlbertForMaskedLM=kinds.PRETRAINER)
-# HF heads that the same tensor names hold in two architectures: a sequence-classification
-# `classifier` must not load as a multiple-choice scorer, nor the reverse.
+# HF heads that the same tensor names hold in three architectures: a sequence-classification
+# `classifier` must not load as a multiple-choice scorer or a token classifier, nor the reverse.
 SHARED_HEAD_ARCHITECTURES = frozenset(
-    KIND_ARCHITECTURES[kind] for kind in (kinds.CLASSIFIER, kinds.MULTIPLE_CHOICE))
+    KIND_ARCHITECTURES[kind]
+    for kind in (kinds.CLASSIFIER, kinds.MULTIPLE_CHOICE, kinds.TOKEN_CLASSIFIER))
+# The kinds whose models never read the pooler (a directory without one loads into them), and
+# the HF architectures built without it (add_pooling_layer=False: it is not written for them).
+NO_POOLER_KINDS = (kinds.SQUAD_V1, kinds.SQUAD_V2, kinds.TOKEN_CLASSIFIER)
+NO_POOLER_ARCHITECTURES = frozenset(
+    KIND_ARCHITECTURES[kind] for kind in (kinds.SQUAD_V1, kinds.TOKEN_CLASSIFIER))
 
 _GENERIC_LABEL = "LABEL_{}"
 PROBLEM_REGRESSION = "regression"  # transformers' problem_type of a regression head
@@ -145,7 +152,7 @@ def hf_model_type(path, model_type=None):
     model_type = ARCHITECTURE_TYPES.get(found) or _type_from_names(shapes, path)
     if model_type == kinds.CLASSIFIER and is_regression_head(hf_config, rows):
       model_type = kinds.REGRESSION
-  return model_type, rows if model_type in kinds.CLASSIFIER_KINDS else None
+  return model_type, rows if model_type in kinds.LABELED_KINDS else None
 
 
 # ------------------------------------------------------------------------ a classifier's head
@@ -209,7 +216,7 @@ def hf_head_config(model, label_list=None):
   kind = kinds.kind_of(model)
   if kind == kinds.MULTIPLE_CHOICE:
     return {"classifier_dropout_prob": model.dropout_rate}
-  if kind not in kinds.CLASSIFIER_KINDS:
+  if kind not in kinds.LABELED_KINDS:
     return {}
   count = model.num_classes
   names = [str(label) for label in label_list] if label_list and kind != kinds.REGRESSION else [
@@ -217,8 +224,10 @@ def hf_head_config(model, label_list=None):
   if len(names) != count or len(set(names)) != count:
     raise AlbertError(f"label list ({', '.join(names)}) must name each of the {count} classes "
                       "once")
-  return {"id2label": {str(i): name for i, name in enumerate(names)},
-          "label2id": {name: i for i, name in enumerate(names)},
-          "problem_type": (PROBLEM_REGRESSION if kind == kinds.REGRESSION
-                           else "single_label_classification"),
-          "classifier_dropout_prob": model.dropout_rate}
+  fields = {"id2label": {str(i): name for i, name in enumerate(names)},
+            "label2id": {name: i for i, name in enumerate(names)},
+            "classifier_dropout_prob": model.dropout_rate}
+  if kind in kinds.CLASSIFIER_KINDS:  # (transformers' token classifier has no problem_type)
+    fields["problem_type"] = (PROBLEM_REGRESSION if kind == kinds.REGRESSION
+                              else "single_label_classification")
+  return fields

@@ -31,7 +31,7 @@ def _fit_head(model, path, config_json, tensors, label_list, strict):
   shared = hf_heads.SHARED_HEAD_ARCHITECTURES
   if theirs in shared and ours in shared and theirs != ours:
     return tensors, {n for n in tensors if n.startswith(official_names.HF_CLASSIFIER + ".")}
-  if kind in kinds.CLASSIFIER_KINDS:
+  if kind in kinds.LABELED_KINDS:
     tensors = hf_heads.fit_classifier_head(model, path, config_json, tensors, label_list, strict)
   return tensors, set()
 
@@ -103,7 +103,7 @@ def _checked_tied_copies(tensors, weights_where):
 def _unread_pooler(model, missing, path):
   """The pooler names among `missing` that this model never reads (SQuAD: HF's
   AlbertForQuestionAnswering has no pooler); they stay at their initial values."""
-  if kinds.kind_of(model) not in kinds.SQUAD_KINDS:
+  if kinds.kind_of(model) not in hf_heads.NO_POOLER_KINDS:
     return set()
   pooler = {n for n in missing if n.startswith("bert/pooler/")}
   if pooler:

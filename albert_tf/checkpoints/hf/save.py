@@ -20,10 +20,10 @@ def save_hf_checkpoint(model, directory, label_list=None):
   architecture of the model's head, a classifier's id2label / label2id / problem_type) and
   `model.safetensors` (float32), which transformers' `<architecture>.from_pretrained` loads with
   nothing missing or unexpected: AlbertForPreTraining (the tied decoder is not stored; HF re-ties
-  it), AlbertForSequenceClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering
-  (without the pooler, which it has not), an encoder alone as AlbertModel. The SQuAD v2.0 head
-  has no HF ALBERT counterpart: its encoder is written as an AlbertModel and a warning names the
-  head's variables. When embedding_size == hidden_size, HF's mandatory E->H projection is
+  it), AlbertForSequenceClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering and
+  AlbertForTokenClassification (without the pooler, which they have not), an encoder alone as
+  AlbertModel. The SQuAD v2.0 head has no HF ALBERT counterpart: its encoder is written as an
+  AlbertModel and a warning names the head's variables. When embedding_size == hidden_size, HF's mandatory E->H projection is
   written as the identity.
 
   Args:
@@ -45,8 +45,8 @@ def save_hf_checkpoint(model, directory, label_list=None):
   architecture = hf_heads.KIND_ARCHITECTURES[kind]
   config_json = dict(hf_config.hf_config_dict(config, [architecture]),
                      **hf_heads.hf_head_config(model, label_list))
-  # HF's AlbertForQuestionAnswering has no pooler.
-  no_pooler = architecture == hf_heads.KIND_ARCHITECTURES[kinds.SQUAD_V1]
+  # HF's AlbertForQuestionAnswering and AlbertForTokenClassification have no pooler.
+  no_pooler = architecture in hf_heads.NO_POOLER_ARCHITECTURES
   tensors, skipped = {}, []
   for name, variable, hf_name, transpose in sorted(official_names.official_variables(model),
                                                    key=lambda row: row.name):

@@ -42,12 +42,13 @@ _PREDICATES = {
     "space": lambda ch: ch.isspace(),
     "combining": lambda ch: unicodedata.combining(ch) != 0,
     "mark_nonspacing": lambda ch: unicodedata.category(ch) == "Mn",
-    # WordPiece (BasicTokenizer) rules, from albert_tf.text.tokenization.
-    "punctuation": tokenization._is_punctuation,  # pylint: disable=protected-access
-    "chinese": lambda ch: tokenization._is_chinese_char(ord(ch)),  # pylint: disable=protected-access
+    # WordPiece (BasicTokenizer) rules, from albert_tf.text.tokenization (its official names).
+    # pylint: disable=protected-access
+    "punctuation": tokenization._is_punctuation,
+    "chinese": lambda ch: tokenization._is_chinese_char(ord(ch)),
     # What BasicTokenizer._clean_text deletes: NUL, U+FFFD and control/format characters.
-    "removed_control": lambda ch: (ord(ch) in (0, 0xFFFD) or
-                                   tokenization._is_control(ch)),  # pylint: disable=protected-access
+    "removed_control": lambda ch: ord(ch) in (0, 0xFFFD) or tokenization._is_control(ch),
+    # pylint: enable=protected-access
 }
 
 
@@ -74,8 +75,8 @@ def char_class(predicate_name):
 class PackingTokenizer(tf_keras.layers.Layer):
   """Shared by the in-graph tokenizers: raw text (one segment or a pair) -> encoder inputs.
 
-  Subclasses set cls_id, sep_id, pad_id and define `tokenize(texts)`: tf.string [batch] ->
-  int32 RaggedTensor [batch, (pieces)].
+  Subclasses set cls_id, sep_id, pad_id, mask_id, vocab_size and define `tokenize(texts)`:
+  tf.string [batch] -> int32 RaggedTensor [batch, (pieces)].
   """
 
   def __init__(self, max_seq_length=512, do_lower_case=True, **kwargs):
@@ -127,6 +128,8 @@ class InGraphTokenizer(PackingTokenizer):
     self.cls_id = self._py_tokenizer.cls_id
     self.sep_id = self._py_tokenizer.sep_id
     self.pad_id = 0
+    self.mask_id = sp.PieceToId("[MASK]")
+    self.vocab_size = sp.GetPieceSize()
     with tf.io.gfile.GFile(spm_model_file, "rb") as f:
       self._sp_op = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     rows = []

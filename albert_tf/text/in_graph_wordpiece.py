@@ -64,6 +64,7 @@ class InGraphWordpieceTokenizer(PackingTokenizer):
     self.sep_id = self._py_tokenizer.sep_id
     self.pad_id = 0
     self.unk_id = vocab[_UNK]
+    self.mask_id = self._py_tokenizer.mask_id
     self.vocab_size = len(vocab)
     # load_vocab numbers the distinct tokens 0..n-1 in file order: the list is the id table.
     self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -91,12 +92,17 @@ class InGraphWordpieceTokenizer(PackingTokenizer):
     texts = tf.convert_to_tensor(texts, dtype=tf.string)
     return tf_text.regex_split(self.preprocess(texts), self._split_re, self._keep_re)
 
-  def tokenize(self, texts):
-    """tf.string [batch] -> int32 RaggedTensor [batch, (pieces)], as FullTokenizer.encode."""
+  def tokenize_words(self, texts):
+    """tf.string [batch] -> int32 RaggedTensor [batch, (words), (pieces)] (TF Hub's BERT
+    preprocessors' `tokenize` layout)."""
     words = self.words(texts)
     too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
     words = words.with_flat_values(tf.where(too_long, _UNK, words.flat_values))
-    return self._wordpiece.tokenize(words).merge_dims(1, 2)
+    return self._wordpiece.tokenize(words)
+
+  def tokenize(self, texts):
+    """tf.string [batch] -> int32 RaggedTensor [batch, (pieces)], as FullTokenizer.encode."""
+    return self.tokenize_words(texts).merge_dims(1, 2)
 
   def get_config(self):
     config = super().get_config()

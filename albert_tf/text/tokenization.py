@@ -522,7 +522,10 @@ class FullTokenizer:
   def tokenize_with_offsets(self, text):
     """Pieces of `text` and each piece's character span in the ORIGINAL (unprocessed) text.
 
-    SentencePiece mode only (SQuAD uses it to map answer character spans to pieces).
+    SQuAD uses it to map answer character spans to pieces. WordPiece mode: each piece spans the
+    characters it spells (a word's pieces tile the word, CJK characters one each, so text
+    without spaces maps too); an [UNK] spans its whole word; dropped accents and removed
+    control characters stay inside the span of the character before them.
 
     Returns:
       (pieces, offsets): pieces == self.tokenize(text); offsets[i] = (start, end) with
@@ -538,7 +541,7 @@ class FullTokenizer:
       Spans are non-decreasing in start.
     """
     if self.sp_model is None:
-      raise AlbertError("tokenize_with_offsets needs a SentencePiece model (--spm_model_file)")
+      return _wordpiece_with_offsets(self, text)
     processed, char_spans = _preprocess_with_alignment(text, lower=self.do_lower_case)
     proto = _encode_as_proto(self.sp_model, processed)
     # SentencePiece offsets are UTF-8 byte offsets into `processed`: map bytes -> chars.
@@ -602,6 +605,93 @@ class FullTokenizer:
   def encode(self, text):
     """Text -> ids (tokenize + convert_tokens_to_ids)."""
     return self.convert_tokens_to_ids(self.tokenize(text))
+
+
+def _basic_words_with_spans(text, do_lower_case):
+  """BasicTokenizer.tokenize with each word's characters' spans in `text`.
+
+  Returns a list of (word, spans) with spans[i] = (start, end) of word[i] in the original text.
+  """
+  text = convert_to_unicode(text)
+  # Words of the cleaned text: whitespace ends a word, a CJK character is a word of its own.
+  raw_words, chars, spans = [], [], []
+
+  def end_word():
+    if chars:
+      raw_words.append(("".join(chars), list(spans)))
+      chars.clear()
+      spans.clear()
+
+  for i, ch in enumerate(text):
+    cp = ord(ch)
+    if cp == 0 or cp == 0xFFFD or _is_control(ch):
+      if spans:  # removed: it stays inside the span of the character before it
+        spans[-1] = (spans[-1][0], i + 1)
+      continue
+    if ch.isspace():
+      end_word()
+    elif _is_chinese_char(cp):
+      end_word()
+      raw_words.append((ch, [(i, i + 1)]))
+    else:
+      chars.append(ch)
+      spans.append((i, i + 1))
+  end_word()
+  words = []
+  for word, word_spans in raw_words:
+    if do_lower_case:
+      word, word_spans = _lower_strip_accents_with_spans(word, word_spans)
+    # Punctuation characters are words of their own.
+    start = 0
+    for k, ch in enumerate(word):
+      if _is_punctuation(ch):
+        if k > start:
+          words.append((word[start:k], word_spans[start:k]))
+        words.append((ch, word_spans[k:k + 1]))
+        start = k + 1
+    if start < len(word):
+      words.append((word[start:], word_spans[start:]))
+  return words
+
+
+def _lower_strip_accents_with_spans(word, spans):
+  """BasicTokenizer's lower-casing and accent stripping of one word, with per-character spans."""
+  expected = BasicTokenizer._run_strip_accents(word.lower())  # pylint: disable=protected-access
+  lowered = word.lower()
+  # str.lower is per character except the final sigma, which stays one character.
+  lower_spans = [span for ch, span in zip(word, spans) for _ in ch.lower()]
+  out, out_spans = [], []
+  for ch, span in zip(lowered, lower_spans):
+    kept = [c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) != "Mn"]
+    if kept:
+      out.extend(kept)
+      out_spans.extend([span] * len(kept))
+    elif out_spans:
+      out_spans[-1] = (out_spans[-1][0], span[1])
+  if len(lower_spans) != len(lowered) or "".join(out) != expected:
+    # Unreachable with CPython's tables; stay exact: every character spans the whole word.
+    whole = (spans[0][0], spans[-1][1])
+    return expected, [whole] * len(expected)
+  return expected, out_spans
+
+
+def _wordpiece_with_offsets(tokenizer, text):
+  """FullTokenizer.tokenize_with_offsets in WordPiece mode (see there)."""
+  wordpiece = tokenizer.wordpiece_tokenizer
+  pieces, offsets = [], []
+  for word, spans in _basic_words_with_spans(text, tokenizer.do_lower_case):
+    word_pieces = wordpiece.tokenize(word)
+    if word_pieces == [wordpiece.unk_token]:
+      pieces.append(wordpiece.unk_token)
+      offsets.append((spans[0][0], spans[-1][1]))
+      continue
+    position = 0
+    for piece in word_pieces:
+      length = len(piece[2:] if piece.startswith("##") and position else piece)
+      pieces.append(piece)
+      offsets.append((spans[position][0], spans[position + length - 1][1]))
+      position += length
+  return pieces, offsets
 
 
 def make_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True, albert_config=None):

@@ -187,3 +187,25 @@ def test_wordpiece_vocab_errors(tmp_path):
   tok = tokenization.FullTokenizer(vocab_file=str(path))
   with pytest.raises(AlbertError, match=r"no \[MASK\] token"):
     tok.check_special_tokens()
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_wordpiece_offsets_spell_each_piece(tmp_path, do_lower_case):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab.txt", cased=not do_lower_case)
+  tok = tokenization.FullTokenizer(vocab_file=vocab, do_lower_case=do_lower_case)
+  for text in text_helpers.WORDPIECE_TEXTS:
+    pieces, offsets = tok.tokenize_with_offsets(text)
+    assert pieces == tok.tokenize(text), repr(text)
+    starts = [start for start, _ in offsets]
+    assert starts == sorted(starts), repr(text)
+    for piece, (start, end) in zip(pieces, offsets):
+      surface = text[start:end]
+      assert start < end, repr(text)
+      if piece != "[UNK]":  # the piece's characters, normalised as BasicTokenizer does
+        normalised = "".join(tokenization.BasicTokenizer(do_lower_case).tokenize(surface))
+        assert normalised == piece[2:] if piece.startswith("##") else normalised == piece, (
+            text, piece, surface)
+  pieces, offsets = tok.tokenize_with_offsets("我们的Café，PLAYING\u200bgood")
+  surfaces = ["我", "们", "的", "C", "a", "f", "é", "，", "PLAY", "ING\u200b", "g", "o", "o", "d"]
+  if do_lower_case:
+    assert ["我们的Café，PLAYING\u200bgood"[s:e] for s, e in offsets] == surfaces

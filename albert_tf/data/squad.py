@@ -4,7 +4,8 @@ Features follow the official ALBERT `squad_utils`: the question and passage are 
 SentencePiece (or WordPiece: the Chinese models, CMRC 2018); the passage is cut into windows of
 at most max_seq_length - len(question) - 3 pieces, each starting `doc_stride` pieces after the
 previous one; each window is packed as `[CLS] question [SEP] passage-window [SEP]` with p_mask 1
-on every position that cannot be part of an answer (question, separators, padding; [CLS] stays 0 so "no answer" can point at it).
+on every position that cannot be part of an answer (question, separators, padding; [CLS] stays 0
+so "no answer" can point at it).
 
 The answer's character span is mapped to pieces through `FullTokenizer.tokenize_with_offsets`
 (each piece's span in the original text), so accent stripping, lower-casing and the digit-comma

@@ -211,10 +211,14 @@ def load_vocab(vocab_file):
   """Loads a vocabulary file (one token per line; for SentencePiece .vocab, the first column),
   local or any tf.io.gfile URL."""
   vocab = collections.OrderedDict()
-  for line_number, raw in enumerate(_read_bytes(vocab_file, "vocabulary file").split(b"\n"), 1):
+  contents = _read_bytes(vocab_file, "vocabulary file")
+  for line_number, raw in enumerate(contents.split(b"\n"), 1):
     try:
       line = raw.decode("utf-8")
     except UnicodeDecodeError:
+      if _is_sentencepiece_model(contents):
+        raise AlbertError(f"--vocab_file {vocab_file} is a SentencePiece model, not a vocabulary "
+                          "file: pass it as --spm_model_file") from None
       raise AlbertError(f"{vocab_file}:{line_number}: vocabulary line is not valid UTF-8")
     token = line.strip().split()[0] if line.strip() else ""
     if token and token not in vocab:
@@ -222,6 +226,46 @@ def load_vocab(vocab_file):
   if not vocab:
     raise AlbertError(f"vocabulary file {vocab_file} is empty")
   return vocab
+
+
+def _is_sentencepiece_model(contents):
+  """Whether bytes are a serialized SentencePiece model."""
+  try:
+    spm.SentencePieceProcessor().LoadFromSerializedProto(contents)
+  except (RuntimeError, OSError, TypeError):
+    return False
+  return True
+
+
+def _is_text_vocabulary(contents):
+  """Whether bytes read as a text vocabulary: UTF-8 lines, one a [CLS] or [UNK] token."""
+  try:
+    lines = contents.decode("utf-8").splitlines()
+  except UnicodeDecodeError:
+    return False
+  return any(line.split()[:1] in (["[CLS]"], ["[UNK]"]) for line in lines)
+
+
+def check_vocabularies_agree(spm_model_file, vocab_file, sp_model):
+  """The official scripts take --vocab_file beside --spm_model_file (run_glue.sh passes
+  30k-clean.vocab and 30k-clean.model): the vocabulary must then list the model's pieces.
+
+  Raises:
+    AlbertError: the two files list different pieces (e.g. a WordPiece vocab.txt beside a
+      SentencePiece model), naming the first difference.
+  """
+  vocab = list(load_vocab(vocab_file))
+  pieces = [sp_model.IdToPiece(i) for i in range(sp_model.GetPieceSize())]
+  if vocab == pieces:
+    return
+  first = next((i for i, (a, b) in enumerate(zip(vocab, pieces)) if a != b),
+               min(len(vocab), len(pieces)))
+  found = repr(vocab[first]) if first < len(vocab) else "the end of the file"
+  expected = repr(pieces[first]) if first < len(pieces) else "the end of the model"
+  raise AlbertError(f"--vocab_file {vocab_file} and --spm_model_file {spm_model_file} disagree: "
+                    f"token {first} is {found} in the vocabulary, {expected} in the model "
+                    f"({len(vocab)} and {len(pieces)} tokens); pass one of them (WordPiece "
+                    "models: --vocab_file alone)")
 
 
 def convert_by_vocab(vocab, items):
@@ -426,7 +470,10 @@ class FullTokenizer:
       try:
         self.sp_model.LoadFromSerializedProto(proto)
       except (RuntimeError, OSError):
-        raise AlbertError(f"--spm_model_file {spm_model_file} is not a SentencePiece model")
+        hint = (": it is a text vocabulary (WordPiece); pass it as --vocab_file"
+                if _is_text_vocabulary(proto) else "")
+        raise AlbertError(f"--spm_model_file {spm_model_file} is not a SentencePiece "
+                          f"model{hint}") from None
       self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
     elif vocab_file:
       self.vocab = load_vocab(vocab_file)
@@ -700,11 +747,15 @@ def make_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True, alb
   SentencePiece when `spm_model_file` is given, else WordPiece from `vocab_file`. With
   `albert_config`, the vocabulary must fit the model's embedding table (checked up front: a
   cached feature file would otherwise skip the tokenizer and train on ids past the table).
+  Both files given: the vocabulary must list the SentencePiece model's pieces (its .vocab).
   Raises:
-    AlbertError: neither file is given; the vocabulary is larger than the config's.
+    AlbertError: neither file is given; both disagree; the vocabulary is larger than the
+      config's.
   """
   tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                             spm_model_file=spm_model_file)
+  if spm_model_file and vocab_file:
+    check_vocabularies_agree(spm_model_file, vocab_file, tokenizer.sp_model)
   if albert_config is not None:
     check_vocabulary_fits(tokenizer, albert_config)
   return tokenizer

@@ -188,7 +188,7 @@ class CheckpointFormat:
 
   def vocab_file(self):
     """The WordPiece vocabulary the checkpoint comes with (WORDPIECE_FILES beside it), or None."""
-    return _first_existing(os.path.dirname(self.path) or ".", WORDPIECE_FILES)
+    return first_existing(os.path.dirname(self.path) or ".", WORDPIECE_FILES)
 
   def vocab_rows(self):
     """The number of rows of the checkpoint's word embeddings (its vocabulary size), or None
@@ -320,7 +320,7 @@ class HfFormat(CheckpointFormat):
     return _existing(os.path.join(self.path, HF_SPM_FILE))
 
   def vocab_file(self):
-    return _first_existing(self.path, WORDPIECE_FILES)
+    return first_existing(self.path, WORDPIECE_FILES)
 
   def check_weights(self):
     read_hf_tensors(self.path, shapes_only=True)  # (shapes only: the tensors are not read)
@@ -425,7 +425,7 @@ class TarballFormat(_TfFormat):
 
   def vocab_file(self):
     """The tarball's vocab_chinese.txt (the Chinese models), or None."""
-    return _first_existing(self.directory, WORDPIECE_FILES)
+    return first_existing(self.directory, WORDPIECE_FILES)
 
   def load_into(self, model, label_list=None):
     """Every weight of `model`, built from `config()`; the checkpoint must hold no encoder
@@ -458,7 +458,8 @@ def _existing(path):
   return path if fileio.exists(path) else None
 
 
-def _first_existing(directory, names):
+def first_existing(directory, names):
+  """The first of `names` that exists in `directory`, as a path; None when none does."""
   return next((path for path in (os.path.join(directory, name) for name in names)
                if fileio.exists(path)), None)
 

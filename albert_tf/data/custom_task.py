@@ -192,9 +192,22 @@ class CustomTaskSpec:
 def _examples(spec, table, split, process_text):
   keys = {field: table.column(ref, Columns.FLAGS[field])
           for field, ref in dataclasses.asdict(spec.columns).items()
-          if ref is not None and not (field == "label" and split == "test")}
+          if ref is not None and not (field == "label" and split == "test")
+          and not (field == "id" and split != "test" and not _has_ids(table, ref))}
   return [_example(spec, table, keys, index, line, record, process_text)
           for index, (line, record) in enumerate(table.records)]
+
+
+def _has_ids(table, ref):
+  """Whether a training or dev file has the --id_column: ids name predictions, so only test
+  files must have them (CLUE's train.json and dev.json have no id field, its test.json has)."""
+  if table.data_format == "jsonl":
+    return all(ref in record for _, record in table.records)
+  try:
+    table.column(ref, Columns.FLAGS["id"])
+  except AlbertError:
+    return False
+  return True
 
 
 def _example(spec, table, keys, index, line, record, process_text):

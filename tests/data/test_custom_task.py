@@ -105,6 +105,8 @@ def test_clue_json_files_are_json_lines(tmp_path):
   assert spec.labels == ("0", "1")
   (test,) = spec.read_examples(str(tmp_path), "test")
   assert (test.guid, test.text_a, test.text_b) == ("0", "中国", "人")
+  # Ids name predictions: a training file without the id field numbers its examples.
+  assert [e.guid for e in spec.read_examples(str(tmp_path), "train")] == ["0", "1"]
   assert table_files.format_of("dev.JSON") == "jsonl"
   _write(tmp_path, "train.jsonl", '{"sentence1": "a", "sentence2": "b", "label": "1"}\n')
   assert "several train files" in _error(_spec, tmp_path, text_a="sentence1")

@@ -1,0 +1,200 @@
+"""Chinese ALBERT end to end (issue 62): an official-layout albert_*_zh directory (built here by
+our code: albert_config.json, model.ckpt-best, vocab_chinese.txt, no SentencePiece model) and its
+HF conversion (vocab.txt, BertTokenizer) through every script with a WordPiece vocabulary:
+
+  * run_classifier.py --task_name=custom on CLUE AFQMC's layout (train.json / dev.json /
+    test.json, JSON Lines), the official flags with --vocab_file alone: train, eval, predict,
+    export; the export answers raw Chinese text through serving_default with the probabilities
+    of the run's own predictions, and its token_ids signature fed the Python tokenizer's ids
+    gives the same answers (so the in-graph WordPiece ids are the Python ones);
+  * run_squad_v1.py on CMRC 2018's format (SQuAD v1.1 JSON, Chinese without spaces), the
+    directory as the one model argument (--init_checkpoint=<albert_tiny_zh>);
+  * run_race.py on Chinese passages, the HF Chinese directory as --init_checkpoint;
+  * create_pretraining_data.py --vocab_file (the official WordPiece path), then
+    run_pretraining.py on its records from the directory.
+
+Five script runs, two at a time, started by one module-scoped fixture.
+"""
+
+import concurrent.futures
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.helpers import finetune
+from tests.helpers import model_dirs
+from tests.helpers import scripts
+
+SEQ = 32
+# Pairs of sentences over the fixture vocabulary (tests/helpers/text.py make_wordpiece_vocab).
+SENTENCES = ["我们的电影很好。", "他说这个电影不好！", "中国的首都是北京。", "你好，我是学生。",
+             "今天天气很好。", "这本书的价格是100元。", "我们在学校学习中文。", "他们都很喜欢这个电影。"]
+CMRC_CONTEXT = "北京是中国的首都，也是中国的文化中心。上海是中国最大的城市。他们在北京学习中文。"
+CMRC_QUESTIONS = [("中国的首都是哪里？", "北京"), ("中国最大的城市是什么？", "上海"),
+                  ("他们在北京学习什么？", "中文"), ("北京是什么中心？", "文化中心")]
+
+
+def _write(path, text):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(text)
+  return path
+
+
+def _afqmc(data_dir):
+  """CLUE AFQMC's files: {"sentence1", "sentence2", "label"} per line; test.json has ids."""
+  pair = lambda i: {"sentence1": SENTENCES[i % 8], "sentence2": SENTENCES[(i * 3 + 1) % 8]}
+  for split, n in (("train", 8), ("dev", 4)):
+    _write(os.path.join(data_dir, f"{split}.json"), "".join(
+        json.dumps(dict(pair(i), label=str(i % 2)), ensure_ascii=False) + "\n"
+        for i in range(n)))
+  _write(os.path.join(data_dir, "test.json"), "".join(
+      json.dumps(dict(pair(i + 2), id=i), ensure_ascii=False) + "\n" for i in range(4)))
+  return [pair(i + 2) for i in range(4)]
+
+
+def _cmrc(path):
+  """CMRC 2018's format: SQuAD v1.1 JSON over Chinese text without spaces."""
+  qas = [{"id": f"q{i}", "question": q,
+          "answers": [{"text": a, "answer_start": CMRC_CONTEXT.index(a)}]}
+         for i, (q, a) in enumerate(CMRC_QUESTIONS)]
+  data = {"version": "v1.1", "data": [{"title": "北京", "paragraphs": [
+      {"context": CMRC_CONTEXT, "qas": qas}]}]}
+  return _write(path, json.dumps(data, ensure_ascii=False))
+
+
+def _race(data_dir):
+  """RACE's layout (<data_dir>/RACE/<split>/<level>/all.txt) with Chinese passages."""
+  passage = {"article": "".join(SENTENCES[:4]),
+             "questions": ["谁说电影不好？", "中国的首都是_。"],
+             "options": [["他", "我们", "学生", "中国"], ["北京", "上海", "学校", "电影"]],
+             "answers": ["A", "A"]}
+  for split in ("train", "dev", "test"):
+    for level in ("middle", "high"):
+      _write(os.path.join(data_dir, "RACE", split, level, "all.txt"), "".join(
+          json.dumps(dict(passage, id=f"{split}/{level}/{i}.txt"), ensure_ascii=False) + "\n"
+          for i in range(2)))
+  return data_dir
+
+
+def _runs(root, dirs):
+  """The five script runs (two at a time); {name: (proc, paths)}."""
+  zh, hf = dirs[model_dirs.ZH], dirs[model_dirs.ZH_HF]
+  vocab = os.path.join(zh, "vocab_chinese.txt")
+  official = [f"--albert_config_file={zh}/albert_config.json",
+              f"--init_checkpoint={zh}/model.ckpt-best", f"--vocab_file={vocab}"]
+  common = ["--do_lower_case", "--learning_rate=1e-3", "--save_checkpoints_steps=2"]
+  corpus = _write(str(root / "corpus.txt"), "\n\n".join(
+      "\n".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(4)) + "\n")
+  jobs = {
+      "classifier": ("run_classifier.py", official + common + [
+          "--task_name=custom", "--text_a_column=sentence1", "--text_b_column=sentence2",
+          "--label_column=label", "--id_column=id", f"--data_dir={_afqmc_dir(root)}",
+          "--output_dir=afqmc_out", f"--max_seq_length={SEQ}", "--train_step=4",
+          "--warmup_step=1", "--train_batch_size=4", "--eval_batch_size=4",
+          "--predict_batch_size=4", "--do_train", "--do_eval", "--do_predict",
+          "--export_dir=afqmc_export"]),
+      "squad": ("run_squad_v1.py", common + [
+          f"--init_checkpoint={zh}", f"--train_file={_cmrc(str(root / 'cmrc.json'))}",
+          f"--predict_file={root / 'cmrc.json'}", "--output_dir=cmrc_out",
+          "--train_feature_file=cmrc_out/train.tfrecord",
+          "--predict_feature_file=cmrc_out/dev.tfrecord",
+          "--predict_feature_left_file=cmrc_out/dev_left_file", "--max_seq_length=48",
+          "--doc_stride=16", "--max_query_length=16", "--do_train=true", "--do_predict=true",
+          "--train_batch_size=2", "--predict_batch_size=4", "--num_train_epochs=1.0",
+          "--warmup_proportion=.1", "--n_best_size=5", "--max_answer_length=6"]),
+      "race": ("run_race.py", common + [
+          f"--init_checkpoint={hf}", f"--data_dir={_race(str(root / 'race'))}",
+          "--output_dir=race_out", "--train_file=race_out/train.tf_record",
+          "--eval_file=race_out/eval.tf_record", "--max_seq_length=40", "--max_qa_length=12",
+          "--train_batch_size=2", "--eval_batch_size=2", "--train_step=2", "--warmup_step=1",
+          "--do_train", "--do_eval"]),
+      "pretraining_data": ("create_pretraining_data.py", [
+          f"--input_file={corpus}", "--output_file=pretraining.tfrecord",
+          f"--vocab_file={vocab}", "--do_lower_case", "--max_seq_length=24",
+          "--max_predictions_per_seq=4", "--dupe_factor=2", "--random_seed=1"]),
+  }
+
+  def run(name):
+    script, args = jobs[name]
+    proc = scripts.run_script(script, args, str(root))
+    if name == "pretraining_data" and proc.returncode == 0:
+      proc = scripts.run_script("run_pretraining.py", [
+          f"--albert_config_file={zh}/albert_config.json", f"--init_checkpoint={zh}", "--input_file=pretraining.tfrecord",
+          "--output_dir=pretraining_out", "--max_seq_length=24", "--max_predictions_per_seq=4",
+          "--train_batch_size=2", "--num_train_steps=2", "--num_warmup_steps=1",
+          "--save_checkpoints_steps=2", "--learning_rate=1e-3", "--do_train"], str(root))
+    return proc
+
+  with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    return dict(zip(jobs, pool.map(run, jobs)))
+
+
+def _afqmc_dir(root):
+  return str(root / "afqmc")
+
+
+@pytest.fixture(scope="module")
+def zh_runs(tmp_path_factory):
+  root = tmp_path_factory.mktemp("zh")
+  dirs = model_dirs.write_chinese_directories(root / "models")
+  pairs = _afqmc(_afqmc_dir(root))
+  return root, dirs, pairs, _runs(root, dirs)
+
+
+@pytest.mark.parametrize("name", ["classifier", "squad", "race", "pretraining_data"])
+def test_each_script_runs_with_the_wordpiece_vocabulary_alone(zh_runs, name):
+  _, _, _, procs = zh_runs
+  assert procs[name].returncode == 0, scripts.describe(procs[name])
+  assert "spm_model_file" not in procs[name].stderr.split("error:")[-1]
+
+
+def test_the_export_answers_raw_chinese_text_as_the_run_predicted(zh_runs):
+  root, dirs, pairs, procs = zh_runs
+  assert procs["classifier"].returncode == 0, scripts.describe(procs["classifier"])
+  export = scripts.versioned_export(str(root / "afqmc_export"))
+  with open(os.path.join(export, "assets", "vocab.txt"), "rb") as f, open(
+      os.path.join(dirs[model_dirs.ZH], "vocab_chinese.txt"), "rb") as g:
+    assert f.read() == g.read()  # the vocabulary travels with the export
+  from albert_tf.text import tokenization  # pylint: disable=import-outside-toplevel
+  from albert_tf.text.packing import encode_text_pair  # pylint: disable=import-outside-toplevel
+  tok = tokenization.FullTokenizer(
+      vocab_file=os.path.join(dirs[model_dirs.ZH], "vocab_chinese.txt"))
+  features = [encode_text_pair(p["sentence1"], p["sentence2"], SEQ, tok) for p in pairs]
+  ids = {k: [f[k] for f in features] for k in ("input_ids", "input_mask", "segment_ids")}
+  raw, by_ids = finetune.run_serving_client(str(root / "client"), [
+      dict(export_dir=export, signature="serving_default",
+           inputs={"text_a": [p["sentence1"] for p in pairs],
+                   "text_b": [p["sentence2"] for p in pairs]}),
+      dict(export_dir=export, signature="token_ids", inputs=ids)], tensorflow_text=True)
+  predicted = scripts.read_test_results(str(root / "afqmc_out" / "test_results.tsv"))
+  np.testing.assert_allclose(raw["probabilities"], predicted, atol=1e-5)
+  np.testing.assert_allclose(by_ids["probabilities"], raw["probabilities"], atol=1e-6)
+  assert np.ptp(predicted[:, 0]) > 0  # the rows differ: equal answers are not a constant
+
+
+def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
+  root, _, _, procs = zh_runs
+  assert procs["squad"].returncode == 0, scripts.describe(procs["squad"])
+  with open(root / "cmrc_out" / "predictions.json", encoding="utf-8") as f:
+    predictions = json.load(f)
+  assert sorted(predictions) == [f"q{i}" for i in range(len(CMRC_QUESTIONS))]
+  for answer in predictions.values():
+    assert answer and answer in CMRC_CONTEXT, answer
+  records = scripts.read_feature_records(str(root / "cmrc_out" / "train.tfrecord"),
+                                         ("start_positions", "end_positions"))
+  # Every training answer found its pieces (a miss would be start 0 on [CLS]).
+  assert (records["start_positions"] > 0).all() and (
+      records["end_positions"] >= records["start_positions"]).all()
+
+
+def test_race_and_pretraining_read_the_directories_vocabulary(zh_runs):
+  root, _, _, procs = zh_runs
+  assert procs["race"].returncode == 0, scripts.describe(procs["race"])
+  assert scripts.eval_blocks(str(root / "race_out" / "eval_results.txt"))
+  assert procs["pretraining_data"].returncode == 0, scripts.describe(procs["pretraining_data"])
+  assert os.path.exists(root / "pretraining_out" / "ckpt-2.index") or any(
+      name.startswith("ckpt-2") or name.startswith("model.ckpt-2")
+      for name in os.listdir(root / "pretraining_out"))

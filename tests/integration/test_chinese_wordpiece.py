@@ -176,7 +176,7 @@ def test_the_export_answers_raw_chinese_text_as_the_run_predicted(zh_runs):
 
 
 def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
-  root, _, _, procs = zh_runs
+  root, dirs, _, procs = zh_runs
   assert procs["squad"].returncode == 0, scripts.describe(procs["squad"])
   with open(root / "cmrc_out" / "predictions.json", encoding="utf-8") as f:
     predictions = json.load(f)
@@ -184,10 +184,17 @@ def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
   for answer in predictions.values():
     assert answer and answer in CMRC_CONTEXT, answer
   records = scripts.read_feature_records(str(root / "cmrc_out" / "train.tfrecord"),
-                                         ("start_positions", "end_positions"))
-  # Every training answer found its pieces (a miss would be start 0 on [CLS]).
-  assert (records["start_positions"] > 0).all() and (
-      records["end_positions"] >= records["start_positions"]).all()
+                                         ("input_ids", "start_positions", "end_positions"))
+  # The windows holding an answer point at its pieces (the others at [CLS], position 0).
+  from albert_tf.text import tokenization  # pylint: disable=import-outside-toplevel
+  tok = tokenization.FullTokenizer(vocab_file=os.path.join(dirs[model_dirs.ZH],
+                                                           "vocab_chinese.txt"))
+  found = set()
+  for ids, start, end in zip(records["input_ids"], records["start_positions"][:, 0],
+                             records["end_positions"][:, 0]):
+    if start > 0:
+      found.add("".join(tok.convert_ids_to_tokens(ids[start:end + 1])).replace("##", ""))
+  assert found == {answer for _, answer in CMRC_QUESTIONS}
 
 
 def test_race_and_pretraining_read_the_directories_vocabulary(zh_runs):

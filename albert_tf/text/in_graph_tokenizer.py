@@ -42,13 +42,11 @@ _PREDICATES = {
     "space": lambda ch: ch.isspace(),
     "combining": lambda ch: unicodedata.combining(ch) != 0,
     "mark_nonspacing": lambda ch: unicodedata.category(ch) == "Mn",
-    # WordPiece (BasicTokenizer) rules, from albert_tf.text.tokenization (its official names).
-    # pylint: disable=protected-access
-    "punctuation": tokenization._is_punctuation,
-    "chinese": lambda ch: tokenization._is_chinese_char(ord(ch)),
+    # WordPiece (BasicTokenizer) rules, from albert_tf.text.tokenization.
+    "punctuation": tokenization.is_punctuation,
+    "chinese": lambda ch: tokenization.is_chinese_char(ord(ch)),
     # What BasicTokenizer._clean_text deletes: NUL, U+FFFD and control/format characters.
-    "removed_control": lambda ch: ord(ch) in (0, 0xFFFD) or tokenization._is_control(ch),
-    # pylint: enable=protected-access
+    "removed_control": lambda ch: ord(ch) in (0, 0xFFFD) or tokenization.is_control(ch),
 }
 
 

@@ -289,21 +289,21 @@ def whitespace_tokenize(text):
   return text.split() if text else []
 
 
-def _is_whitespace(char):
+def is_whitespace(char):
   """Space, tab, newline, carriage return or any Unicode space separator (Zs)."""
   if char in (" ", "\t", "\n", "\r"):
     return True
   return unicodedata.category(char) == "Zs"
 
 
-def _is_control(char):
+def is_control(char):
   """A control or format character (Cc, Cf), tab / newline / carriage return excepted."""
   if char in ("\t", "\n", "\r"):
     return False
   return unicodedata.category(char) in ("Cc", "Cf")
 
 
-def _is_punctuation(char):
+def is_punctuation(char):
   """Unicode punctuation (P*) or any ASCII symbol that is not a letter, digit or space."""
   cp = ord(char)
   # All non-letter/number ASCII is treated as punctuation, as in BERT ("^", "$", "`").
@@ -312,10 +312,14 @@ def _is_punctuation(char):
   return unicodedata.category(char).startswith("P")
 
 
-def _is_chinese_char(cp):
+def is_chinese_char(cp):
   return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or
           0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
           0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+# The official module's names of the character classes (users call them).
+_is_whitespace, _is_control, _is_punctuation = is_whitespace, is_control, is_punctuation
 
 
 class BasicTokenizer:
@@ -344,11 +348,11 @@ class BasicTokenizer:
   @staticmethod
   def _tokenize_chinese_chars(text):
     """Spaces around every CJK ideograph, so that each is a token."""
-    return "".join(f" {c} " if _is_chinese_char(ord(c)) else c for c in text)
+    return "".join(f" {c} " if is_chinese_char(ord(c)) else c for c in text)
 
   @staticmethod
   def _is_chinese_char(cp):
-    return _is_chinese_char(cp)
+    return is_chinese_char(cp)
 
   def _run_split_on_punc(self, text):
     return self._split_on_punc(text)
@@ -358,7 +362,7 @@ class BasicTokenizer:
     output = []
     start_new_word = True
     for char in text:
-      if _is_punctuation(char):
+      if is_punctuation(char):
         output.append([char])
         start_new_word = True
       else:
@@ -373,9 +377,9 @@ class BasicTokenizer:
     output = []
     for char in text:
       cp = ord(char)
-      if cp == 0 or cp == 0xFFFD or _is_control(char):
+      if cp == 0 or cp == 0xFFFD or is_control(char):
         continue
-      output.append(" " if _is_whitespace(char) else char)
+      output.append(" " if is_whitespace(char) else char)
     return "".join(output)
 
 
@@ -671,13 +675,13 @@ def _basic_words_with_spans(text, do_lower_case):
 
   for i, ch in enumerate(text):
     cp = ord(ch)
-    if cp == 0 or cp == 0xFFFD or _is_control(ch):
+    if cp == 0 or cp == 0xFFFD or is_control(ch):
       if spans:  # removed: it stays inside the span of the character before it
         spans[-1] = (spans[-1][0], i + 1)
       continue
     if ch.isspace():
       end_word()
-    elif _is_chinese_char(cp):
+    elif is_chinese_char(cp):
       end_word()
       raw_words.append((ch, [(i, i + 1)]))
     else:
@@ -691,7 +695,7 @@ def _basic_words_with_spans(text, do_lower_case):
     # Punctuation characters are words of their own.
     start = 0
     for k, ch in enumerate(word):
-      if _is_punctuation(ch):
+      if is_punctuation(ch):
         if k > start:
           words.append((word[start:k], word_spans[start:k]))
         words.append((ch, word_spans[k:k + 1]))

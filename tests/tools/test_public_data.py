@@ -104,7 +104,7 @@ def test_command_fetches_glue_tasks_as_run_classifier_reads_them(mirror, tmp_pat
   assert again.returncode == 2
   assert again.stderr.strip().splitlines() == [
       "error: --tasks: unknown data set 'nope': expected names among CoLA, SST-2, MRPC, QQP, "
-      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, or glue (all of GLUE)"]
+      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, albert_base_zh, AFQMC, or glue (all of GLUE)"]
 
 
 def _quiet(*args):
@@ -242,3 +242,24 @@ def test_offline_and_unknown_names_are_one_line_errors(tmp_path):
       ("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",)]
   assert public_data.source_url("https://dl.fbaipublicfiles.com/glue/data/QNLIv2.zip",
                                 "http://mirror/glue/") == "http://mirror/glue/QNLIv2.zip"
+
+
+def test_chinese_model_and_clue_archives_unpack_whatever_their_top_directory(tmp_path):
+  """albert_base_zh.tar.gz and CLUE's afqmc_public.zip: files under one top directory, or at
+  the archive's top, both land in the data set's directory."""
+  tar_path = tmp_path / "albert_base_zh.tar.gz"
+  with tarfile.open(tar_path, "w:gz") as archive:
+    for name, data in (("albert_base/vocab_chinese.txt", b"[UNK]\n"),
+                       ("albert_base/albert_config.json", b"{}")):
+      info = tarfile.TarInfo(name)
+      info.size = len(data)
+      archive.addfile(info, io.BytesIO(data))
+  public_data._unpack_tar_gz(str(tar_path), str(tmp_path / "zh"), None)  # pylint: disable=protected-access
+  assert sorted(os.listdir(tmp_path / "zh")) == ["albert_config.json", "vocab_chinese.txt"]
+  zip_path = tmp_path / "afqmc_public.zip"
+  with zipfile.ZipFile(zip_path, "w") as archive:
+    for split in ("train", "dev", "test"):
+      archive.writestr(f"{split}.json", '{"sentence1": "a"}\n')
+  public_data._unpack_zip(str(zip_path), str(tmp_path / "afqmc"), None)  # pylint: disable=protected-access
+  assert sorted(os.listdir(tmp_path / "afqmc")) == ["dev.json", "test.json", "train.json"]
+  assert public_data.DATA_SETS["afqmc"].directory == "afqmc_public"

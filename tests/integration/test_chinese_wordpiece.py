@@ -23,60 +23,12 @@ import os
 import numpy as np
 import pytest
 
+from tests.helpers import chinese
 from tests.helpers import finetune
 from tests.helpers import model_dirs
 from tests.helpers import scripts
 
 SEQ = 32
-# Pairs of sentences over the fixture vocabulary (tests/helpers/text.py make_wordpiece_vocab).
-SENTENCES = ["我们的电影很好。", "他说这个电影不好！", "中国的首都是北京。", "你好，我是学生。",
-             "今天天气很好。", "这本书的价格是100元。", "我们在学校学习中文。", "他们都很喜欢这个电影。"]
-CMRC_CONTEXT = "北京是中国的首都，也是中国的文化中心。上海是中国最大的城市。他们在北京学习中文。"
-CMRC_QUESTIONS = [("中国的首都是哪里？", "北京"), ("中国最大的城市是什么？", "上海"),
-                  ("他们在北京学习什么？", "中文"), ("北京是什么中心？", "文化中心")]
-
-
-def _write(path, text):
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
-  return path
-
-
-def _afqmc(data_dir):
-  """CLUE AFQMC's files: {"sentence1", "sentence2", "label"} per line; test.json has ids."""
-  pair = lambda i: {"sentence1": SENTENCES[i % 8], "sentence2": SENTENCES[(i * 3 + 1) % 8]}
-  for split, n in (("train", 8), ("dev", 4)):
-    _write(os.path.join(data_dir, f"{split}.json"), "".join(
-        json.dumps(dict(pair(i), label=str(i % 2)), ensure_ascii=False) + "\n"
-        for i in range(n)))
-  _write(os.path.join(data_dir, "test.json"), "".join(
-      json.dumps(dict(pair(i + 2), id=i), ensure_ascii=False) + "\n" for i in range(4)))
-  return [pair(i + 2) for i in range(4)]
-
-
-def _cmrc(path):
-  """CMRC 2018's format: SQuAD v1.1 JSON over Chinese text without spaces."""
-  qas = [{"id": f"q{i}", "question": q,
-          "answers": [{"text": a, "answer_start": CMRC_CONTEXT.index(a)}]}
-         for i, (q, a) in enumerate(CMRC_QUESTIONS)]
-  data = {"version": "v1.1", "data": [{"title": "北京", "paragraphs": [
-      {"context": CMRC_CONTEXT, "qas": qas}]}]}
-  return _write(path, json.dumps(data, ensure_ascii=False))
-
-
-def _race(data_dir):
-  """RACE's layout (<data_dir>/RACE/<split>/<level>/all.txt) with Chinese passages."""
-  passage = {"article": "".join(SENTENCES[:4]),
-             "questions": ["谁说电影不好？", "中国的首都是_。"],
-             "options": [["他", "我们", "学生", "中国"], ["北京", "上海", "学校", "电影"]],
-             "answers": ["A", "A"]}
-  for split in ("train", "dev", "test"):
-    for level in ("middle", "high"):
-      _write(os.path.join(data_dir, "RACE", split, level, "all.txt"), "".join(
-          json.dumps(dict(passage, id=f"{split}/{level}/{i}.txt"), ensure_ascii=False) + "\n"
-          for i in range(2)))
-  return data_dir
 
 
 def _runs(root, dirs):
@@ -86,8 +38,7 @@ def _runs(root, dirs):
   official = [f"--albert_config_file={zh}/albert_config.json",
               f"--init_checkpoint={zh}/model.ckpt-best", f"--vocab_file={vocab}"]
   common = ["--do_lower_case", "--learning_rate=1e-3", "--save_checkpoints_steps=2"]
-  corpus = _write(str(root / "corpus.txt"), "\n\n".join(
-      "\n".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(4)) + "\n")
+  corpus = chinese.write_corpus(root / "corpus.txt")
   jobs = {
       "classifier": ("run_classifier.py", official + common + [
           "--task_name=custom", "--text_a_column=sentence1", "--text_b_column=sentence2",
@@ -97,7 +48,7 @@ def _runs(root, dirs):
           "--predict_batch_size=4", "--do_train", "--do_eval", "--do_predict",
           "--export_dir=afqmc_export"]),
       "squad": ("run_squad_v1.py", common + [
-          f"--init_checkpoint={zh}", f"--train_file={_cmrc(str(root / 'cmrc.json'))}",
+          f"--init_checkpoint={zh}", f"--train_file={chinese.write_cmrc(root / 'cmrc.json')}",
           f"--predict_file={root / 'cmrc.json'}", "--output_dir=cmrc_out",
           "--train_feature_file=cmrc_out/train.tfrecord",
           "--predict_feature_file=cmrc_out/dev.tfrecord",
@@ -106,7 +57,7 @@ def _runs(root, dirs):
           "--train_batch_size=2", "--predict_batch_size=4", "--num_train_epochs=1.0",
           "--warmup_proportion=.1", "--n_best_size=5", "--max_answer_length=6"]),
       "race": ("run_race.py", common + [
-          f"--init_checkpoint={hf}", f"--data_dir={_race(str(root / 'race'))}",
+          f"--init_checkpoint={hf}", f"--data_dir={chinese.write_race(root / 'race')}",
           "--output_dir=race_out", "--train_file=race_out/train.tf_record",
           "--eval_file=race_out/eval.tf_record", "--max_seq_length=40", "--max_qa_length=12",
           "--train_batch_size=2", "--eval_batch_size=2", "--train_step=2", "--warmup_step=1",
@@ -140,7 +91,7 @@ def _afqmc_dir(root):
 def zh_runs(tmp_path_factory):
   root = tmp_path_factory.mktemp("zh")
   dirs = model_dirs.write_chinese_directories(root / "models")
-  pairs = _afqmc(_afqmc_dir(root))
+  pairs = chinese.write_afqmc(_afqmc_dir(root))
   return root, dirs, pairs, _runs(root, dirs)
 
 
@@ -180,9 +131,9 @@ def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
   assert procs["squad"].returncode == 0, scripts.describe(procs["squad"])
   with open(root / "cmrc_out" / "predictions.json", encoding="utf-8") as f:
     predictions = json.load(f)
-  assert sorted(predictions) == [f"q{i}" for i in range(len(CMRC_QUESTIONS))]
+  assert sorted(predictions) == [f"q{i}" for i in range(len(chinese.CMRC_QUESTIONS))]
   for answer in predictions.values():
-    assert answer and answer in CMRC_CONTEXT, answer
+    assert answer and answer in chinese.CMRC_CONTEXT, answer
   records = scripts.read_feature_records(str(root / "cmrc_out" / "train.tfrecord"),
                                          ("input_ids", "start_positions", "end_positions"))
   # The windows holding an answer point at its pieces (the others at [CLS], position 0).
@@ -194,7 +145,7 @@ def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
                              records["end_positions"][:, 0]):
     if start > 0:
       found.add("".join(tok.convert_ids_to_tokens(ids[start:end + 1])).replace("##", ""))
-  assert found == {answer for _, answer in CMRC_QUESTIONS}
+  assert found == {answer for _, answer in chinese.CMRC_QUESTIONS}
 
 
 def test_race_and_pretraining_read_the_directories_vocabulary(zh_runs):

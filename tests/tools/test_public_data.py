@@ -247,6 +247,7 @@ def test_offline_and_unknown_names_are_one_line_errors(tmp_path):
 def test_chinese_model_and_clue_archives_unpack_whatever_their_top_directory(tmp_path):
   """albert_base_zh.tar.gz and CLUE's afqmc_public.zip: files under one top directory, or at
   the archive's top, both land in the data set's directory."""
+  # pylint: disable=protected-access
   tar_path = tmp_path / "albert_base_zh.tar.gz"
   with tarfile.open(tar_path, "w:gz") as archive:
     for name, data in (("albert_base/vocab_chinese.txt", b"[UNK]\n"),
@@ -254,12 +255,12 @@ def test_chinese_model_and_clue_archives_unpack_whatever_their_top_directory(tmp
       info = tarfile.TarInfo(name)
       info.size = len(data)
       archive.addfile(info, io.BytesIO(data))
-  public_data._unpack_tar_gz(str(tar_path), str(tmp_path / "zh"), None)  # pylint: disable=protected-access
+  public_data._unpack_tar_gz(str(tar_path), str(tmp_path / "zh"), None)
   assert sorted(os.listdir(tmp_path / "zh")) == ["albert_config.json", "vocab_chinese.txt"]
   zip_path = tmp_path / "afqmc_public.zip"
   with zipfile.ZipFile(zip_path, "w") as archive:
     for split in ("train", "dev", "test"):
       archive.writestr(f"{split}.json", '{"sentence1": "a"}\n')
-  public_data._unpack_zip(str(zip_path), str(tmp_path / "afqmc"), None)  # pylint: disable=protected-access
+  public_data._unpack_zip(str(zip_path), str(tmp_path / "afqmc"), None)
   assert sorted(os.listdir(tmp_path / "afqmc")) == ["dev.json", "test.json", "train.json"]
   assert public_data.DATA_SETS["afqmc"].directory == "afqmc_public"

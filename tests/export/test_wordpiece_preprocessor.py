@@ -1,12 +1,15 @@
-"""The TF Hub text preprocessor of a WordPiece (Chinese) model: the Python WordPiece ids."""
+"""The TF Hub text preprocessor and encoder of a WordPiece (Chinese) model: the Python WordPiece
+ids, and the vocabulary in the assets."""
 
 import tensorflow as tf
 import tensorflow_text  # pylint: disable=unused-import  (the export's FastWordpiece op)
 
 from albert_tf.common import fileio
-from albert_tf.export import hub_preprocessor
+from albert_tf.export import export_encoder, hub_preprocessor
+from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.text import tokenization
 from tests.helpers import text as text_helpers
+from tests.helpers.tiny_config import tiny_albert_config
 
 
 def test_wordpiece_preprocessor_matches_python_tokenizer(tmp_path):
@@ -30,3 +33,14 @@ def test_wordpiece_preprocessor_matches_python_tokenizer(tmp_path):
   special = {k: int(v) for k, v in pre.tokenize.get_special_tokens_dict().items()}
   assert special == {"vocab_size": len(py.vocab), "start_of_sequence_id": py.cls_id,
                      "end_of_segment_id": py.sep_id, "padding_id": 0, "mask_id": py.mask_id}
+
+
+def test_wordpiece_encoder_names_its_vocabulary_in_tokenization_info(tmp_path):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab_chinese.txt")
+  size = len(tokenization.load_vocab(vocab))
+  pretrainer = AlbertPretrainer(tiny_albert_config(vocab_size=size))
+  path = export_encoder(pretrainer, str(tmp_path / "encoder"), None, vocab_file=vocab,
+                        heads=())
+  info = tf.saved_model.load(path).signatures["tokenization_info"]()
+  assert info["vocab_file"].numpy().decode().endswith("assets/vocab.txt")
+  assert fileio.read_bytes(f"{path}/assets/vocab.txt") == fileio.read_bytes(vocab)

@@ -10,10 +10,12 @@ HF conversion (vocab.txt, BertTokenizer) through every script with a WordPiece v
   * run_squad_v1.py on CMRC 2018's format (SQuAD v1.1 JSON, Chinese without spaces), the
     directory as the one model argument (--init_checkpoint=<albert_tiny_zh>);
   * run_race.py on Chinese passages, the HF Chinese directory as --init_checkpoint;
+  * export_savedmodel.py --albert_directory=<albert_tiny_zh> --with_preprocessor: the TF Hub
+    encoder names vocab.txt in tokenization_info, the preprocessor gives the Python ids;
   * create_pretraining_data.py --vocab_file (the official WordPiece path), then
     run_pretraining.py on its records from the directory.
 
-Five script runs, two at a time, started by one module-scoped fixture.
+Six script runs, two at a time, started by one module-scoped fixture.
 """
 
 import concurrent.futures
@@ -23,6 +25,8 @@ import os
 import numpy as np
 import pytest
 
+from albert_tf.text import packing
+from albert_tf.text import tokenization
 from tests.helpers import chinese
 from tests.helpers import finetune
 from tests.helpers import model_dirs
@@ -62,6 +66,9 @@ def _runs(root, dirs):
           "--eval_file=race_out/eval.tf_record", "--max_seq_length=40", "--max_qa_length=12",
           "--train_batch_size=2", "--eval_batch_size=2", "--train_step=2", "--warmup_step=1",
           "--do_train", "--do_eval"]),
+      "hub_export": ("export_savedmodel.py", [
+          f"--albert_directory={zh}", "--export_path=zh_hub", "--with_preprocessor",
+          "--preprocessor_seq_length=16"]),
       "pretraining_data": ("create_pretraining_data.py", [
           f"--input_file={corpus}", "--output_file=pretraining.tfrecord",
           f"--vocab_file={vocab}", "--do_lower_case", "--max_seq_length=24",
@@ -95,7 +102,8 @@ def zh_runs(tmp_path_factory):
   return root, dirs, pairs, _runs(root, dirs)
 
 
-@pytest.mark.parametrize("name", ["classifier", "squad", "race", "pretraining_data"])
+@pytest.mark.parametrize("name", ["classifier", "squad", "race", "hub_export",
+                                  "pretraining_data"])
 def test_each_script_runs_with_the_wordpiece_vocabulary_alone(zh_runs, name):
   _, _, _, procs = zh_runs
   assert procs[name].returncode == 0, scripts.describe(procs[name])
@@ -109,11 +117,9 @@ def test_the_export_answers_raw_chinese_text_as_the_run_predicted(zh_runs):
   with open(os.path.join(export, "assets", "vocab.txt"), "rb") as f, open(
       os.path.join(dirs[model_dirs.ZH], "vocab_chinese.txt"), "rb") as g:
     assert f.read() == g.read()  # the vocabulary travels with the export
-  from albert_tf.text import tokenization  # pylint: disable=import-outside-toplevel
-  from albert_tf.text.packing import encode_text_pair  # pylint: disable=import-outside-toplevel
   tok = tokenization.FullTokenizer(
       vocab_file=os.path.join(dirs[model_dirs.ZH], "vocab_chinese.txt"))
-  features = [encode_text_pair(p["sentence1"], p["sentence2"], SEQ, tok) for p in pairs]
+  features = [packing.encode_text_pair(p["sentence1"], p["sentence2"], SEQ, tok) for p in pairs]
   ids = {k: [f[k] for f in features] for k in ("input_ids", "input_mask", "segment_ids")}
   raw, by_ids = finetune.run_serving_client(str(root / "client"), [
       dict(export_dir=export, signature="serving_default",
@@ -137,7 +143,6 @@ def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
   records = scripts.read_feature_records(str(root / "cmrc_out" / "train.tfrecord"),
                                          ("input_ids", "start_positions", "end_positions"))
   # The windows holding an answer point at its pieces (the others at [CLS], position 0).
-  from albert_tf.text import tokenization  # pylint: disable=import-outside-toplevel
   tok = tokenization.FullTokenizer(vocab_file=os.path.join(dirs[model_dirs.ZH],
                                                            "vocab_chinese.txt"))
   found = set()
@@ -156,3 +161,20 @@ def test_race_and_pretraining_read_the_directories_vocabulary(zh_runs):
   assert os.path.exists(root / "pretraining_out" / "ckpt-2.index") or any(
       name.startswith("ckpt-2") or name.startswith("model.ckpt-2")
       for name in os.listdir(root / "pretraining_out"))
+
+
+def test_tf_hub_export_of_the_directory_tokenizes_as_python(zh_runs):
+  root, dirs, _, procs = zh_runs
+  assert procs["hub_export"].returncode == 0, scripts.describe(procs["hub_export"])
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import
+  encoder = tf.saved_model.load(str(root / "zh_hub" / "encoder"))
+  info = encoder.signatures["tokenization_info"]()
+  assert info["vocab_file"].numpy().decode().endswith("vocab.txt")
+  preprocessor = tf.saved_model.load(str(root / "zh_hub" / "preprocessor"))
+  tok = tokenization.FullTokenizer(vocab_file=os.path.join(dirs[model_dirs.ZH],
+                                                           "vocab_chinese.txt"))
+  text = chinese.SENTENCES[1]
+  expected = [tok.cls_id] + tok.encode(text) + [tok.sep_id]
+  got = preprocessor(tf.constant([text]))["input_word_ids"].numpy()[0].tolist()
+  assert got == expected + [0] * (16 - len(expected))

@@ -138,8 +138,13 @@ def test_cmrc_predictions_are_spans_of_the_chinese_passage(zh_runs):
   with open(root / "cmrc_out" / "predictions.json", encoding="utf-8") as f:
     predictions = json.load(f)
   assert sorted(predictions) == [f"q{i}" for i in range(len(chinese.CMRC_QUESTIONS))]
-  for answer in predictions.values():
-    assert answer and answer in chinese.CMRC_CONTEXT, answer
+  with open(root / "cmrc_out" / "nbest_predictions.json", encoding="utf-8") as f:
+    nbest = json.load(f)
+  # A tiny model trained two steps may find no valid span ("empty", the official answer then);
+  # every answer it gives is characters of the passage, cut at WordPiece boundaries.
+  texts = [e["text"] for entries in nbest.values() for e in entries if e["text"] != "empty"]
+  assert texts and all(t in chinese.CMRC_CONTEXT for t in texts), texts
+  assert all(a == "empty" or a in chinese.CMRC_CONTEXT for a in predictions.values())
   records = scripts.read_feature_records(str(root / "cmrc_out" / "train.tfrecord"),
                                          ("input_ids", "start_positions", "end_positions"))
   # The windows holding an answer point at its pieces (the others at [CLS], position 0).

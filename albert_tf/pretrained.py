@@ -9,13 +9,15 @@
 What `path` may be, and where the config, the vocabulary and the model's kind come from:
 
   * an official tarball directory (`albert_config.json`, `30k-clean.model`, `model.ckpt-best`):
-    those files; the kind from the checkpoint's variables;
+    those files; the kind from the checkpoint's variables; the Chinese ones (`albert_*_zh`) hold
+    the WordPiece `vocab_chinese.txt` instead of the .model (a WordPiece tokenizer then);
   * a TF1 (official) or TF2 (ours) checkpoint prefix, or a directory of them:
     `albert_config.json` / `30k-clean.model` beside it, else `albert_config_file=` /
     `spm_model_file=`; the kind from the checkpoint's variables (in the output dir of a
     run_classifier.py on your own data, the class names from its `label_list.json`);
   * an HF transformers directory (`config.json`, `model.safetensors`): `config.json`,
-    `spiece.model`; the kind from `architectures`, the class names from `id2label`;
+    `spiece.model` (HF Chinese ALBERTs: a BertTokenizer's `vocab.txt`, WordPiece); the kind from
+    `architectures`, the class names from `id2label`;
   * a TF-Hub module directory (official TF1 format or `export_savedmodel.py`'s): the module's
     own config and vocabulary; the encoder with the pretraining heads.
 
@@ -106,7 +108,8 @@ class PretrainedAlbert:
 
 
 def from_pretrained(path, model_type=None, task_name=None, label_list=None,
-                    albert_config_file=None, spm_model_file=None, do_lower_case=None):
+                    albert_config_file=None, spm_model_file=None, do_lower_case=None,
+                    vocab_file=None):
   """Loads ALBERT weights from any of their forms (see the module docstring).
 
   Args:
@@ -118,6 +121,8 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
     task_name: a GLUE task name: its label list names the classes.
     label_list: the class names (wins over task_name and an HF id2label).
     albert_config_file, spm_model_file: when they are not beside the checkpoint.
+    vocab_file: a WordPiece vocabulary when there is no SentencePiece model (default: the
+      vocab_chinese.txt or vocab.txt beside the checkpoint).
     do_lower_case: lower-case the text (default: True, or the HF / hub module's own setting).
   Returns:
     A PretrainedAlbert.
@@ -130,6 +135,9 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   if task_name and label_list is None:
     label_list = _task_labels(task_name)
   found = _locate(path, albert_config_file, spm_model_file, do_lower_case)
+  if not found.spm_model_file and found.located_directory:
+    found.vocab_file = vocab_file or formats.first_existing(found.located_directory,
+                                                            formats.WORDPIECE_FILES)
   labels = label_list or found.label_list
   if found.model_type == "pretrainer":  # a TF-Hub module: an encoder with pretraining heads
     kind, rows = model_type or "pretrainer", None
@@ -147,9 +155,9 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
   model = model_source.build_model(kind, found.config, num_labels=len(labels or []))
   _load(model, kind, found.checkpoint, labels)
   tokenizer = None
-  if found.spm_model_file:
-    tokenizer = make_tokenizer(found.spm_model_file, do_lower_case=found.do_lower_case,
-                               albert_config=found.config)
+  if found.spm_model_file or found.vocab_file:
+    tokenizer = make_tokenizer(found.spm_model_file, found.vocab_file,
+                               do_lower_case=found.do_lower_case, albert_config=found.config)
   return PretrainedAlbert(model=model, config=found.config, tokenizer=tokenizer,
                           model_type=kind,
                           label_list=labels if labeled else None, source=path)
@@ -169,6 +177,8 @@ class _Located:
   do_lower_case: bool
   model_type: Optional[str] = None  # when the source says it (HF architectures, hub modules)
   label_list: Optional[List[str]] = None
+  located_directory: Optional[str] = None  # where a WordPiece vocabulary may lie (not modules)
+  vocab_file: Optional[str] = None
 
 
 def _beside(directory, name, given):
@@ -189,7 +199,7 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
   if found == formats.HF:
     return _Located(config_from_hf(path), path, _beside(path, _HF_SPM_FILE, spm_model_file),
                     _hf_lower_case(path, lower) if do_lower_case is None else lower,
-                    label_list=hf_label_names(path))
+                    label_list=hf_label_names(path), located_directory=path)
   directory = path if fileio.isdir(path) else os.path.dirname(path) or "."
   checkpoint = path
   if fileio.isdir(path):
@@ -201,7 +211,8 @@ def _locate(path, albert_config_file, spm_model_file, do_lower_case):
     raise AlbertError(f"{path}: no {_CONFIG_FILE} beside the checkpoint; pass "
                       f"albert_config_file=")
   located = _Located(AlbertConfig.from_json_file(config_file), checkpoint,
-                     _beside(directory, _SPM_FILE, spm_model_file), lower)
+                     _beside(directory, _SPM_FILE, spm_model_file), lower,
+                     located_directory=directory)
   recorded = _beside(directory, output_layout.LABEL_LIST, None)
   if recorded:  # the output dir of a run_classifier.py on your own data
     problem_type, labels = task_labels.read_label_list(recorded)

@@ -49,7 +49,8 @@ def export_checkpoint(config, checkpoint, export_path):
   step = None if source.name == formats.HF else checkpoint_global_step(source.path)
   prefix = tf1.save_tf1_checkpoint(pretrainer if with_heads else pretrainer.encoder, export_path,
                                    global_step=step or 0)
-  conversion.write_beside(prefix, formats.TF1, config, source.spm_model_file())
+  conversion.write_beside(prefix, formats.TF1, config, source.spm_model_file(),
+                          source.vocab_file())
   return prefix, with_heads, _left_out(source)
 
 

@@ -49,6 +49,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 
 FORMATS = (formats.TF1, formats.TF2, formats.HF)  # the formats written
+HF_TOKENIZER_CONFIG = "tokenizer_config.json"  # which tokenizer class HF's AutoTokenizer builds
 _DEFAULT_OUTPUT = {"tf1": "tf2", "tf2": "tf1", "hf": "tf1", formats.TARBALL: "tf2"}
 
 
@@ -119,11 +120,16 @@ def _write_new(path, data, what):
   return fileio.write_bytes(path, data)
 
 
-def write_beside(output_checkpoint, output_format, config, spm_model_file=None):
+def write_beside(output_checkpoint, output_format, config, spm_model_file=None,
+                 vocab_file=None):
   """Makes the output self-describing: albert_config.json beside a TF1/TF2 output (an HF output
   has its config.json) and the input's SentencePiece model, when it has one, as the format names
   it (30k-clean.model; an HF directory's spiece.model), so that from_pretrained,
-  --init_checkpoint and this converter read the output with no other flag.
+  --init_checkpoint and this converter read the output with no other flag. A WordPiece model's
+  vocabulary (vocab_file, when there is no SentencePiece model) keeps its name beside a TF1/TF2
+  output (vocab_chinese.txt) and becomes vocab.txt in an HF directory, with a
+  tokenizer_config.json naming BertTokenizer (as HF's Chinese ALBERTs: AlbertTokenizer needs a
+  SentencePiece model).
 
   Returns:
     the files written (or found already there, identical).
@@ -140,6 +146,14 @@ def write_beside(output_checkpoint, output_format, config, spm_model_file=None):
   if spm_model_file:
     written.append(_write_new(os.path.join(directory, spm_name),
                               fileio.read_bytes(spm_model_file), "SentencePiece model"))
+  elif vocab_file:
+    hf = output_format == formats.HF
+    name = formats.WORDPIECE_FILES[-1] if hf else os.path.basename(vocab_file)
+    written.append(_write_new(os.path.join(directory, name), fileio.read_bytes(vocab_file),
+                              "vocabulary"))
+    tokenizer_config = os.path.join(directory, HF_TOKENIZER_CONFIG)
+    if hf and not fileio.exists(tokenizer_config):
+      written.append(fileio.write_json(tokenizer_config, {"tokenizer_class": "BertTokenizer"}))
   return written
 
 
@@ -185,7 +199,8 @@ def convert(config_file, input_checkpoint, output_checkpoint, direction="auto",
                         f"{model_type} model")
     own_labels = None
   write_model(model, output_format, output_checkpoint, label_list=label_list or own_labels)
-  write_beside(output_checkpoint, output_format, config, source.spm_model_file())
+  write_beside(output_checkpoint, output_format, config, source.spm_model_file(),
+               source.vocab_file())
   _notes_on_what_is_lost(fmt, input_path, output_format, model_type, own_labels)
   done = f"{fmt}_to_{output_format}"
   print(f"{done}: {input_path} -> {output_checkpoint} ({model_type})")

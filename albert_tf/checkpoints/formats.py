@@ -14,7 +14,9 @@ config from the `albert_config.json` beside it too.
 
 Each adapter answers `config()`, `spm_model_file()` (the SentencePiece model it comes with:
 `30k-clean.model` beside a TF1/TF2 checkpoint or in a tarball, an HF directory's `spiece.model`,
-a module's asset; else None), `check_weights()` (a one-line error when the weights are
+a module's asset; else None), `vocab_file()` (a WordPiece vocabulary in the same places:
+WORDPIECE_FILES, as the official Chinese tarballs and HF Chinese directories hold; else None),
+`check_weights()` (a one-line error when the weights are
 missing or unreadable: TF checkpoints are verified by detect, HF weights here),
 `kind(model_type=None)` (the model it holds, albert_tf.common.kinds,
 with a classifier's number of classes), `load_into(model, label_list=None)` (every weight of
@@ -48,6 +50,9 @@ TARBALL = "tarball"
 CONFIG_FILE = output_layout.ALBERT_CONFIG  # beside a TF1/TF2 checkpoint (tarballs, our runs)
 SPM_FILE = output_layout.SPM_MODEL  # the SentencePiece model of an official tarball (and ours)
 HF_SPM_FILE = "spiece.model"  # the SentencePiece model of an HF transformers ALBERT directory
+# A WordPiece vocabulary, first found wins: the official albert_*_zh tarballs' (no .model file
+# there), then HF's / BERT's vocab.txt (HF Chinese ALBERTs pair AlbertModel with BertTokenizer).
+WORDPIECE_FILES = ("vocab_chinese.txt", "vocab.txt")
 # The weights of an official tarball directory, first found wins: v2, then v1 (a TF-Hub module's).
 TARBALL_CHECKPOINTS = (output_layout.BEST_CHECKPOINT, os.path.join("variables", "variables"))
 
@@ -185,6 +190,10 @@ class CheckpointFormat:
     or None."""
     return _existing(os.path.join(os.path.dirname(self.path) or ".", SPM_FILE))
 
+  def vocab_file(self):
+    """The WordPiece vocabulary the checkpoint comes with (WORDPIECE_FILES beside it), or None."""
+    return first_existing(os.path.dirname(self.path) or ".", WORDPIECE_FILES)
+
   def vocab_rows(self):
     """The number of rows of the checkpoint's word embeddings (its vocabulary size), or None
     when the format carries its own config (HF, hub modules: their loaders check it)."""
@@ -314,6 +323,9 @@ class HfFormat(CheckpointFormat):
   def spm_model_file(self):
     return _existing(os.path.join(self.path, HF_SPM_FILE))
 
+  def vocab_file(self):
+    return first_existing(self.path, WORDPIECE_FILES)
+
   def check_weights(self):
     read_hf_tensors(self.path, shapes_only=True)  # (shapes only: the tensors are not read)
 
@@ -362,6 +374,9 @@ class HubModuleFormat(CheckpointFormat):
 
   def spm_model_file(self):
     return self.module().spm_model_file
+
+  def vocab_file(self):
+    return None  # a module's vocabulary is its SentencePiece model
 
   def kind(self, model_type=None):
     return model_type or kinds.PRETRAINER, None
@@ -412,6 +427,10 @@ class TarballFormat(_TfFormat):
     """The tarball's 30k-clean.model, or None when it is not there."""
     return _existing(os.path.join(self.directory, SPM_FILE))
 
+  def vocab_file(self):
+    """The tarball's vocab_chinese.txt (the Chinese models), or None."""
+    return first_existing(self.directory, WORDPIECE_FILES)
+
   def load_into(self, model, label_list=None):
     """Every weight of `model`, built from `config()`; the checkpoint must hold no encoder
     variable that the config has no place for (e.g. a second group).
@@ -441,6 +460,12 @@ class TarballFormat(_TfFormat):
 
 def _existing(path):
   return path if fileio.exists(path) else None
+
+
+def first_existing(directory, names):
+  """The first of `names` that exists in `directory`, as a path; None when none does."""
+  return next((path for path in (os.path.join(directory, name) for name in names)
+               if fileio.exists(path)), None)
 
 
 def _refuse_missing(report, path):

@@ -4,9 +4,11 @@ The official scripts take either `--albert_config_file` (+ `--spm_model_file`,
 `--init_checkpoint`) or `--albert_hub_module_handle`, whose module carries all three (official
 `FullTokenizer.from_hub_module`: the tokenization_info signature's SentencePiece model and
 do_lower_case). A model given as `--init_checkpoint` supplies what the flags leave out, as its
-format says (formats.detect: `config()`, `spm_model_file()`): an untarred official directory its
-albert_config.json and 30k-clean.model, an HF transformers directory its config.json and
-spiece.model, a TF1/TF2 checkpoint the albert_config.json and 30k-clean.model beside it.
+format says (formats.detect: `config()`, `spm_model_file()`, `vocab_file()`): an untarred
+official directory its albert_config.json and 30k-clean.model (the Chinese ones: their
+vocab_chinese.txt, a WordPiece vocabulary), an HF transformers directory its config.json and
+spiece.model (or vocab.txt), a TF1/TF2 checkpoint the albert_config.json and 30k-clean.model (or
+a WordPiece vocabulary) beside it.
 """
 
 import dataclasses
@@ -27,6 +29,7 @@ class ModelSource:
   spm_model_file: Optional[str]
   do_lower_case: bool
   init_checkpoint: Optional[str]  # a checkpoint prefix/directory, HF directory or hub module
+  vocab_file: Optional[str] = None  # a WordPiece vocabulary (when there is no spm_model_file)
 
 
 def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_module_handle=None,
@@ -68,8 +71,9 @@ def resolve_model_source(albert_config_file=None, init_checkpoint=None, hub_modu
     raise AlbertError("one of --albert_config_file or --albert_hub_module_handle is required")
   if not spm_model_file and not vocab_file and checkpoint is not None:
     spm_model_file = checkpoint.spm_model_file()
+    vocab_file = None if spm_model_file else checkpoint.vocab_file()
   source = ModelSource(config=config, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                       init_checkpoint=init_checkpoint)
+                       init_checkpoint=init_checkpoint, vocab_file=vocab_file or None)
   return _with_dropout(source, albert_dropout_prob)
 
 

@@ -60,6 +60,32 @@ def is_tf2_checkpoint(path):
   return "_CHECKPOINTABLE_OBJECT_GRAPH" in reader.get_variable_to_shape_map()
 
 
+# brightmart/albert_zh's own TF1 layout (its modeling.py: embedding_lookup_factorized,
+# transformer_model / prelln_transformer_model with scope `layer_shared`).
+BRIGHTMART_PROJECTION = "bert/embeddings/word_embeddings_2"
+
+
+def refuse_brightmart_layout(path, shapes):
+  """One line instead of a model computing something else: brightmart's own checkpoints project
+  the word embeddings [V, E] to H with `word_embeddings_2` [E, H] (no bias) BEFORE adding
+  position and token-type embeddings that are H wide, and apply LayerNorm over H
+  (`bert/encoder/layer_shared/...`, BERT's names). The official ALBERT adds E-wide position and
+  token-type embeddings, normalises over E and then projects with a bias
+  (embedding_hidden_mapping_in), so no assignment of those variables computes the same function.
+
+  Raises:
+    AlbertError: `shapes` (name -> shape) hold brightmart's projection.
+  """
+  if BRIGHTMART_PROJECTION in shapes:
+    raise AlbertError(
+        f"{path}: a brightmart/albert_zh checkpoint in its own layout ({BRIGHTMART_PROJECTION} "
+        f"{shapes[BRIGHTMART_PROJECTION]}: the projection to hidden_size comes before the "
+        "position and token-type embeddings, which are hidden_size wide): no official ALBERT "
+        "computes that, so it is not loaded; use brightmart's 'google' versions "
+        "(albert_*_zh_google: the official layout, loaded with --albert_config_file, "
+        "--init_checkpoint=<dir>/albert_model.ckpt, --vocab_file)")
+
+
 def load_tf1_checkpoint(model, path, init_from_group0=False):
   """Loads an official TF1 ALBERT checkpoint into a Keras ALBERT model.
 
@@ -79,6 +105,7 @@ def load_tf1_checkpoint(model, path, init_from_group0=False):
   path = resolve_checkpoint_path(path)
   reader = integrity.checkpoint_reader(path)
   shapes = reader.get_variable_to_shape_map()
+  refuse_brightmart_layout(path, shapes)
   model_vars = official_names.model_variable_map(model)
   loaded, missing, used = [], [], set()
   assignments = []

@@ -33,6 +33,9 @@ def define_flags():
                       "(default <albert_directory>/<checkpoint_name>).")
   flags.DEFINE_string("spm_model_file", None, "Extra: SentencePiece model (default "
                       "<albert_directory>/30k-clean.model).")
+  flags.DEFINE_string("vocab_file", None, "Extra: a WordPiece vocabulary, for models without a "
+                      "SentencePiece model (default <albert_directory>/vocab_chinese.txt or "
+                      "vocab.txt: the official Chinese models).")
   flags.DEFINE_string("export_dir", None, "Extra: alias of --export_path.")
   flags.DEFINE_bool("with_preprocessor", False, "Extra: write the TF Hub pair "
                     "<export_path>/encoder and <export_path>/preprocessor (the text "
@@ -65,6 +68,9 @@ def main(argv):
   from albert_tf.checkpoints.init import init_pretrainer  # lazy: TensorFlow, as above
   from albert_tf.export import export_encoder  # lazy: TensorFlow, after the flags are checked
   from albert_tf.models.pretrainer import AlbertPretrainer  # lazy: TensorFlow, as above
+  vocab_file = None if spm_model_file else f.vocab_file
+  if not spm_model_file and not vocab_file and directory:
+    vocab_file = formats.first_existing(directory, formats.WORDPIECE_FILES)
   if config_file:
     config = AlbertConfig.from_json_file(config_file)
   else:  # the albert_config.json beside the checkpoint (or an HF / tarball / module's own)
@@ -74,23 +80,24 @@ def main(argv):
   _note_left_out(heads, held, checkpoint)
   if not f.with_preprocessor:
     path = export_encoder(pretrainer, export_dir, spm_model_file, do_lower_case=f.do_lower_case,
-                          heads=heads)
+                          heads=heads, vocab_file=vocab_file)
     print(f"exported {checkpoint} to {path}")
     return
-  if not spm_model_file:
+  if not spm_model_file and not vocab_file:
     raise AlbertError("--with_preprocessor needs a SentencePiece model (--spm_model_file or "
-                      f"<albert_directory>/{SPM_ASSET_NAME})")
+                      f"<albert_directory>/{SPM_ASSET_NAME}) or a WordPiece vocabulary "
+                      "(--vocab_file)")
   from albert_tf.export import hub_preprocessor  # lazy: TensorFlow, after the flags are checked
   seq_length = f.preprocessor_seq_length
   if seq_length < 3 or seq_length > pretrainer.config.max_position_embeddings:
     raise AlbertError(f"--preprocessor_seq_length={seq_length}: expected 3 to "
                       f"{pretrainer.config.max_position_embeddings} (max_position_embeddings)")
   path = export_encoder(pretrainer, os.path.join(export_dir, "encoder"), spm_model_file,
-                        do_lower_case=f.do_lower_case, heads=heads)
+                        do_lower_case=f.do_lower_case, heads=heads, vocab_file=vocab_file)
   print(f"exported {checkpoint} to {path}")
   path = hub_preprocessor.export_preprocessor(
       os.path.join(export_dir, "preprocessor"), spm_model_file, do_lower_case=f.do_lower_case,
-      seq_length=seq_length, config=pretrainer.config)
+      seq_length=seq_length, config=pretrainer.config, vocab_file=vocab_file)
   print(f"exported the text preprocessor (seq_length {seq_length}) to {path}")
 
 

@@ -241,7 +241,7 @@ def sentence_task_values(source, f=FLAGS):
   cached_dir = f.cached_dir if "cached_dir" in f else None  # (run_ner.py caches nothing)
   return dict(albert_config=source.config, data_dir=f.data_dir,
               max_seq_length=f.max_seq_length, cached_dir=cached_dir or f.output_dir,
-              spm_model_file=source.spm_model_file, vocab_file=f.vocab_file,
+              spm_model_file=source.spm_model_file, vocab_file=source.vocab_file,
               do_lower_case=source.do_lower_case, init_checkpoint=source.init_checkpoint,
               dropout_rate=f.dropout_prob, bucket_boundaries=bucket_boundaries(f),
               shuffle_train_input=f.shuffle_train_input, shuffle_seed=f.seed)
@@ -359,7 +359,7 @@ def squad_config(f=FLAGS):
   source = model_source(f)
   return SquadConfig(
       albert_config=source.config, spm_model_file=source.spm_model_file,
-      vocab_file=f.vocab_file, do_lower_case=source.do_lower_case,
+      vocab_file=source.vocab_file, do_lower_case=source.do_lower_case,
       init_checkpoint=source.init_checkpoint, version_2_with_negative=f.version_2_with_negative,
       train_file=f.train_file if f.do_train else None,
       predict_file=f.predict_file if f.do_predict else None,  # (needed when predicting)

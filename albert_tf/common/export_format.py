@@ -7,6 +7,8 @@ other.
 
   <export>/assets/30k-clean.model            SPM_ASSET_NAME     the SentencePiece model
   <export>/assets/30k-clean.vocab            VOCAB_ASSET_NAME   its vocabulary (hub encoder)
+  <export>/assets/vocab.txt                  WORDPIECE_VOCAB_ASSET_NAME  a WordPiece model's
+                                                                vocabulary (instead of the .model)
   <export>/assets/albert_config.json         CONFIG_ASSET_NAME  the model's config
   <export>/assets.extra/albert_export.json   EXPORT_INFO        what model the export is (kind,
                                                                 task, architecture, vocabulary)
@@ -21,6 +23,8 @@ finds them in both kinds of module.
 
 SPM_ASSET_NAME = "30k-clean.model"
 VOCAB_ASSET_NAME = "30k-clean.vocab"
+# The name Hugging Face and BERT give a WordPiece vocabulary (the official zh tarballs: vocab_chinese.txt).
+WORDPIECE_VOCAB_ASSET_NAME = "vocab.txt"
 CONFIG_ASSET_NAME = "albert_config.json"
 # A relative path with "/" separators: joined to local paths and to gs:// ones alike.
 EXPORT_INFO = "assets.extra/albert_export.json"

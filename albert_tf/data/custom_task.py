@@ -111,7 +111,8 @@ class CustomTaskSpec:
   def split_candidates(self, data_dir, split):
     """The paths the file of `split` ("train", "dev", "test") may have under data_dir."""
     formats = table_files.FORMATS if self.data_format == "auto" else (self.data_format,)
-    return [os.path.join(data_dir, f"{split}.{fmt}") for fmt in formats]
+    return [os.path.join(data_dir, f"{split}.{ext}") for fmt in formats
+            for ext in table_files.EXTENSIONS[fmt]]
 
   def split_path(self, data_dir, split):
     """The file of `split` under data_dir; AlbertError if there is none, or several."""
@@ -122,7 +123,7 @@ class CustomTaskSpec:
                         "format to read with --data_format")
     if not found:
       raise AlbertError(f"{table_files.names(candidates)}: file not found (your own data: "
-                        f"<data_dir>/{split}.tsv, .csv or .jsonl)")
+                        f"<data_dir>/{split}.tsv, .csv, .jsonl or .json)")
     return found[0]
 
   def read_table(self, data_dir, split):
@@ -191,9 +192,22 @@ class CustomTaskSpec:
 def _examples(spec, table, split, process_text):
   keys = {field: table.column(ref, Columns.FLAGS[field])
           for field, ref in dataclasses.asdict(spec.columns).items()
-          if ref is not None and not (field == "label" and split == "test")}
+          if ref is not None and not (field == "label" and split == "test")
+          and not (field == "id" and split != "test" and not _has_ids(table, ref))}
   return [_example(spec, table, keys, index, line, record, process_text)
           for index, (line, record) in enumerate(table.records)]
+
+
+def _has_ids(table, ref):
+  """Whether a training or dev file has the --id_column: ids name predictions, so only test
+  files must have them (CLUE's train.json and dev.json have no id field, its test.json has)."""
+  if table.data_format == "jsonl":
+    return all(ref in record for _, record in table.records)
+  try:
+    table.column(ref, Columns.FLAGS["id"])
+  except AlbertError:
+    return False
+  return True
 
 
 def _example(spec, table, keys, index, line, record, process_text):

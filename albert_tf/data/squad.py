@@ -1,14 +1,16 @@
 """SQuAD v1.1 / v2.0: JSON reading, examples -> features, and the official feature TFRecords.
 
 Features follow the official ALBERT `squad_utils`: the question and passage are tokenized with
-SentencePiece; the passage is cut into windows of at most max_seq_length - len(question) - 3
-pieces, each starting `doc_stride` pieces after the previous one; each window is packed as
-`[CLS] question [SEP] passage-window [SEP]` with p_mask 1 on every position that cannot be part of
-an answer (question, separators, padding; [CLS] stays 0 so "no answer" can point at it).
+SentencePiece (or WordPiece: the Chinese models, CMRC 2018); the passage is cut into windows of
+at most max_seq_length - len(question) - 3 pieces, each starting `doc_stride` pieces after the
+previous one; each window is packed as `[CLS] question [SEP] passage-window [SEP]` with p_mask 1
+on every position that cannot be part of an answer (question, separators, padding; [CLS] stays 0
+so "no answer" can point at it).
 
 The answer's character span is mapped to pieces through `FullTokenizer.tokenize_with_offsets`
 (each piece's span in the original text), so accent stripping, lower-casing and the digit-comma
-re-split cannot shift it; predictions map back the same way.
+re-split cannot shift it, and text without spaces between words maps as well; predictions map
+back the same way.
 
 Feature files: the official TFRecord names (unique_ids, input_ids, input_mask, segment_ids, p_mask,
 and for training start_positions, end_positions, is_impossible), and for prediction the
@@ -334,7 +336,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 
   Args:
     examples: list of SquadExample.
-    tokenizer: `albert_tf.text.tokenization.FullTokenizer` with a SentencePiece model.
+    tokenizer: `albert_tf.text.tokenization.FullTokenizer`, SentencePiece or WordPiece.
     max_seq_length, doc_stride, max_query_length: as the official flags.
     is_training: label windows (windows that miss the answer become "impossible": start = end = 0
       on [CLS], as the official code does, also for v1.1).

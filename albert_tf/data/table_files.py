@@ -11,7 +11,8 @@ The formats:
     hold quote characters). Text with tabs or line breaks needs CSV or JSON Lines.
   * CSV: RFC 4180 (Python's csv module, strict): quoted fields may hold commas, quotes and line
     breaks; a record is reported at the line it starts on.
-  * JSON Lines: one JSON object per line.
+  * JSON Lines: one JSON object per line (`.jsonl`, or `.json` as the CLUE benchmark's
+    train.json / dev.json / test.json, which are JSON Lines too).
 Files are UTF-8 (a byte-order mark, as Excel writes, is dropped). Blank lines after the last
 record are ignored; a blank line between records is an error, as is every record whose number of
 fields differs from the first line's.
@@ -26,6 +27,8 @@ from albert_tf.common import utf8
 from albert_tf.errors import AlbertError, parse_json_object
 
 FORMATS = ("tsv", "csv", "jsonl")
+# The file-name extensions of each format.
+EXTENSIONS = {"tsv": ("tsv",), "csv": ("csv",), "jsonl": ("jsonl", "json")}
 # How each format names what a record is made of, for messages.
 _FIELDS = {"tsv": "tab-separated fields", "csv": "comma-separated fields",
            "jsonl": "a JSON object"}
@@ -181,7 +184,7 @@ def read_table(path, data_format, header=True):
 def format_of(path):
   """The format a file name's extension says ("tsv", "csv", "jsonl"), or None."""
   for data_format in FORMATS:
-    if path.lower().endswith("." + data_format):
+    if path.lower().endswith(tuple("." + ext for ext in EXTENSIONS[data_format])):
       return data_format
   return None
 

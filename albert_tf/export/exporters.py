@@ -3,17 +3,18 @@
 from albert_tf.export import precision as precision_lib
 from albert_tf.export import serving
 from albert_tf.export.token_serving import TokenClassifierServing
-from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME
+from albert_tf.common.export_format import (CONFIG_ASSET_NAME, SPM_ASSET_NAME,
+                                            WORDPIECE_VOCAB_ASSET_NAME)
 from albert_tf.errors import AlbertError
-from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
+from albert_tf.text.in_graph_wordpiece import make_in_graph_tokenizer
 
 
-def _text_tokenizer(spm_model_file, max_seq_length, do_lower_case):
-  """The in-graph SentencePiece tokenizer (tensorflow-text), or None for WordPiece models."""
-  if not spm_model_file:
+def _text_tokenizer(spm_model_file, vocab_file, max_seq_length, do_lower_case):
+  """The in-graph tokenizer (SentencePiece, else WordPiece), or None without a vocabulary."""
+  if not spm_model_file and not vocab_file:
     return None
-  return InGraphTokenizer(spm_model_file, max_seq_length=max_seq_length,
-                          do_lower_case=do_lower_case)
+  return make_in_graph_tokenizer(spm_model_file, vocab_file, max_seq_length=max_seq_length,
+                                 do_lower_case=do_lower_case)
 
 
 def _token_ids_probe(config, shape):
@@ -26,22 +27,26 @@ def _token_ids_probe(config, shape):
   return probe
 
 
-def _assets(model, spm_model_file):
-  return [(SPM_ASSET_NAME, spm_model_file),
-          (CONFIG_ASSET_NAME, model.config.to_json_string().encode("utf-8"))]
+def _assets(model, spm_model_file, vocab_file):
+  """The vocabulary travels with the export: the SentencePiece model, else the WordPiece one."""
+  vocabulary = ((SPM_ASSET_NAME, spm_model_file) if spm_model_file else
+                (WORDPIECE_VOCAB_ASSET_NAME, vocab_file))
+  return [vocabulary, (CONFIG_ASSET_NAME, model.config.to_json_string().encode("utf-8"))]
 
 
 def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_file=None,
                       do_lower_case=True, task_name=None, text_pair=True, precision="fp32",
-                      threshold=None):
+                      threshold=None, vocab_file=None):
   """Writes an AlbertClassifier as a new TF Serving version `<export_dir>/<version>/`.
 
   Args:
     model: AlbertClassifier with its fine-tuned weights.
     label_list: label names (empty for regression).
     max_seq_length: sequence length of the raw-text and tf.Example signatures.
-    spm_model_file: SentencePiece model for the raw-text signature; without it (WordPiece
-      models) only the token-id and tf.Example signatures are written.
+    spm_model_file: SentencePiece model for the raw-text signature.
+    vocab_file: WordPiece vocabulary (the official Chinese models) for the raw-text signature
+      when there is no spm_model_file; with neither, only the token-id and tf.Example signatures
+      are written.
     text_pair: raw-text signature takes text_a and text_b (else text_a only).
     precision: compute precision of the export, "fp32", "bf16", or "auto" (the faster of the
       two on this machine, timed at batch 1; the timings go into the export's info as
@@ -50,7 +55,7 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
   Returns:
     the absolute path of the version directory written.
   """
-  text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
+  text_tokenizer = _text_tokenizer(spm_model_file, vocab_file, max_seq_length, do_lower_case)
   module, measured = precision_lib.choose_serving(
       model, precision,
       lambda copy: serving.ClassifierServing(copy, label_list, max_seq_length, text_tokenizer,
@@ -63,20 +68,22 @@ def export_classifier(model, export_dir, label_list, max_seq_length, spm_model_f
   identity = serving.model_identity(
       "albert_classifier", model, max_seq_length, spm_model_file, task=task_name,
       labels=list(label_list), text_pair=bool(text_pair), do_lower_case=bool(do_lower_case),
-      precision=precision, **early_exit)
+      precision=precision, **early_exit,
+      **serving.vocabulary_identity(spm_model_file, vocab_file))
   return serving.write_serving_savedmodel(module, export_dir, identity,
-                                          _assets(model, spm_model_file),
+                                          _assets(model, spm_model_file, vocab_file),
                                           measured)
 
 
 def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
-                           spm_model_file=None, do_lower_case=True, precision="fp32"):
+                           spm_model_file=None, do_lower_case=True, precision="fp32",
+                           vocab_file=None):
   """Writes an AlbertMultipleChoice (RACE) as a new TF Serving version `<export_dir>/<version>/`.
 
   Raw-text signature inputs: article [batch], question [batch], options [batch, 4].
-  precision: "fp32", "bf16" or "auto", as for `export_classifier`.
+  precision, vocab_file: as for `export_classifier`.
   """
-  text_tokenizer = _text_tokenizer(spm_model_file, max_seq_length, do_lower_case)
+  text_tokenizer = _text_tokenizer(spm_model_file, vocab_file, max_seq_length, do_lower_case)
   module, measured = precision_lib.choose_serving(
       model, precision,
       lambda copy: serving.MultipleChoiceServing(copy, max_seq_length, max_qa_length,
@@ -87,9 +94,10 @@ def export_multiple_choice(model, export_dir, max_seq_length, max_qa_length,
   identity = serving.model_identity(
       "albert_multiple_choice", model, max_seq_length, spm_model_file, task="race",
       num_choices=model.num_choices, max_qa_length=max_qa_length,
-      do_lower_case=bool(do_lower_case), precision=precision)
+      do_lower_case=bool(do_lower_case), precision=precision,
+      **serving.vocabulary_identity(spm_model_file, vocab_file))
   return serving.write_serving_savedmodel(module, export_dir, identity,
-                                          _assets(model, spm_model_file),
+                                          _assets(model, spm_model_file, vocab_file),
                                           measured)
 
 
@@ -106,9 +114,10 @@ def export_token_classifier(model, export_dir, label_list, max_seq_length, spm_m
     raise AlbertError("--export_dir of a token classifier needs --spm_model_file (its "
                       "serving_default tokenizes raw text in the graph)")
   module = TokenClassifierServing(model, label_list, max_seq_length,
-                                  _text_tokenizer(spm_model_file, max_seq_length, do_lower_case))
+                                  _text_tokenizer(spm_model_file, None, max_seq_length,
+                                                  do_lower_case))
   identity = serving.model_identity("albert_token_classifier", model, max_seq_length,
                                     spm_model_file, labels=list(label_list),
                                     do_lower_case=bool(do_lower_case))
   return serving.write_serving_savedmodel(module, export_dir, identity,
-                                          _assets(model, spm_model_file))
+                                          _assets(model, spm_model_file, None))

@@ -37,7 +37,8 @@ from albert_tf.checkpoints import official_names
 from albert_tf.export import input_checks
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
-from albert_tf.common.export_format import CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME
+from albert_tf.common.export_format import (CONFIG_ASSET_NAME, SPM_ASSET_NAME, VOCAB_ASSET_NAME,
+                                            WORDPIECE_VOCAB_ASSET_NAME)
 
 _IDS = tf.TensorSpec([None, None], tf.int32)
 # The signatures that need a pretraining head: each is written only when the checkpoint held
@@ -208,10 +209,12 @@ class _MlmModel:
 
 
 def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=True,
-                   heads=PRETRAINING_SIGNATURES):
+                   heads=PRETRAINING_SIGNATURES, vocab_file=None):
   """Writes the TF-Hub style encoder SavedModel atomically; returns the export dir.
 
   pretrainer: an AlbertPretrainer holding the pretrained weights.
+  vocab_file: a WordPiece model's vocabulary (no spm_model_file): the asset vocab.txt, which
+    tokenization_info's vocab_file names (as TF Hub's BERT encoders do).
   heads: the pretraining heads that hold real weights (PRETRAINING_SIGNATURES): the `mlm`
     signature (and TF Hub's `mlm` object) and the `sop` signature are written only for these;
     the other heads' variables are not stored.
@@ -222,7 +225,8 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
   identity = serving.model_identity("albert_hub_encoder", pretrainer, None, spm_model_file,
                                     do_lower_case=bool(do_lower_case),
                                     tf1_variable_names=[official.get(id(v), "") for v in
-                                                        stored_variables(pretrainer, heads)])
+                                                        stored_variables(pretrainer, heads)],
+                                    **serving.vocabulary_identity(spm_model_file, vocab_file))
   vocab = (os.path.splitext(spm_model_file)[0] + ".vocab") if spm_model_file else None
 
   def write(tmp_dir):
@@ -231,10 +235,11 @@ def export_encoder(pretrainer, export_dir, spm_model_file=None, do_lower_case=Tr
       staged = serving.stage_assets(staging, [
           (SPM_ASSET_NAME, spm_model_file),
           (VOCAB_ASSET_NAME, vocab if vocab and fileio.exists(vocab) else None),
+          (WORDPIECE_VOCAB_ASSET_NAME, None if spm_model_file else vocab_file),
           (CONFIG_ASSET_NAME, pretrainer.config.to_json_string().encode("utf-8"))])
       assets = [tf.saved_model.Asset(p) for p in staged]
-      spm_asset = next((a for a, p in zip(assets, staged)
-                        if os.path.basename(p) == SPM_ASSET_NAME), None)
+      spm_asset = next((a for a, p in zip(assets, staged) if os.path.basename(p) in (
+          SPM_ASSET_NAME, WORDPIECE_VOCAB_ASSET_NAME)), None)
       module = HubEncoderModule(pretrainer, spm_asset, do_lower_case, heads)
       module.assets = assets
       signatures = {"serving_default": module.tokens, "tokens": module.tokens,

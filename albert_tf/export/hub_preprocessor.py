@@ -26,6 +26,11 @@ one token at a time from the end of the longer segment (B on ties) until it fits
 
 Assets: the SentencePiece model (30k-clean.model). The tokenizer op itself holds the model's
 bytes, so the export needs tensorflow-text's ops (`import tensorflow_text`) to load.
+
+WordPiece models (the official Chinese ALBERTs, `vocab_file=` instead of `spm_model_file=`) get
+the in-graph WordPiece tokenizer (albert_tf/text/in_graph_wordpiece.py, the Python WordPiece ids
+exactly) and the asset vocab.txt; their `obj.tokenize` keeps the word level, int32 RaggedTensor
+[batch, (words), (pieces)], as TF Hub's BERT preprocessors (bert_zh_preprocess/3).
 """
 
 import tensorflow as tf
@@ -34,9 +39,10 @@ from albert_tf.common import fileio
 from albert_tf.errors import AlbertError
 from albert_tf.export import serving
 from albert_tf.export.saved_model_writer import write_atomically
-from albert_tf.common.export_format import SPM_ASSET_NAME
+from albert_tf.common.export_format import SPM_ASSET_NAME, WORDPIECE_VOCAB_ASSET_NAME
 from albert_tf.text import packing
 from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
+from albert_tf.text.in_graph_wordpiece import make_in_graph_tokenizer
 
 DEFAULT_SEQ_LENGTH = 128
 
@@ -96,16 +102,25 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id=0):
   }
 
 
+def _track_tokenizer_op(owner, tokenizer):
+  """The tokenizer op's resource becomes an attribute of `owner` (saved with it)."""
+  if isinstance(tokenizer, InGraphTokenizer):
+    owner.sentencepiece = tokenizer._sp_op  # pylint: disable=protected-access
+  else:
+    owner.wordpiece = tokenizer._wordpiece  # pylint: disable=protected-access
+
+
 class _Tokenize(_Trackable):
-  """`preprocessor.tokenize`: strings -> ragged SentencePiece ids; get_special_tokens_dict()."""
+  """`preprocessor.tokenize`: strings -> ragged ids (WordPiece: with words); special tokens."""
 
   def __init__(self, tokenizer, special_tokens):
     super().__init__()
     # Tracked here too: a model built on `hub.KerasLayer(preprocessor.tokenize)` alone must own
     # the resource its saved functions capture (else tf.saved_model.save refuses the model).
-    self.sentencepiece = tokenizer._sp_op  # pylint: disable=protected-access
-    self.__call__ = tf.function(tokenizer.tokenize, input_signature=[_STRINGS],
-                                autograph=False)
+    _track_tokenizer_op(self, tokenizer)
+    tokenize = (tokenizer.tokenize if isinstance(tokenizer, InGraphTokenizer) else
+                tokenizer.tokenize_words)
+    self.__call__ = tf.function(tokenize, input_signature=[_STRINGS], autograph=False)
     self.get_special_tokens_dict = tf.function(
         lambda: {k: tf.constant(v, tf.int32) for k, v in special_tokens.items()},
         input_signature=[], autograph=False)
@@ -132,15 +147,14 @@ class _PackInputs(_Trackable):
 class HubPreprocessorModule(_Trackable):
   """The preprocessor SavedModel's root object (see the module docstring)."""
 
-  def __init__(self, tokenizer, seq_length, spm_asset):
+  def __init__(self, tokenizer, seq_length, vocabulary_asset):
     super().__init__()
-    # Tracked: the SentencePiece op's resource (the Keras layer itself is reached by closure).
-    self.sentencepiece = tokenizer._sp_op  # pylint: disable=protected-access
-    self.vocab_file = spm_asset
-    sp = tokenizer._py_tokenizer.sp_model  # pylint: disable=protected-access
-    special = {"vocab_size": sp.GetPieceSize(), "start_of_sequence_id": tokenizer.cls_id,
+    # Tracked: the tokenizer op's resource (the Keras layer itself is reached by closure).
+    _track_tokenizer_op(self, tokenizer)
+    self.vocab_file = vocabulary_asset
+    special = {"vocab_size": tokenizer.vocab_size, "start_of_sequence_id": tokenizer.cls_id,
                "end_of_segment_id": tokenizer.sep_id, "padding_id": tokenizer.pad_id,
-               "mask_id": sp.PieceToId("[MASK]")}
+               "mask_id": tokenizer.mask_id}
     self.tokenize = _Tokenize(tokenizer, special)
     self.bert_pack_inputs = _PackInputs(seq_length, tokenizer.cls_id, tokenizer.sep_id)
     self.__call__ = tf.function(
@@ -150,12 +164,13 @@ class HubPreprocessorModule(_Trackable):
 
 
 def export_preprocessor(export_dir, spm_model_file, do_lower_case=True,
-                        seq_length=DEFAULT_SEQ_LENGTH, config=None):
+                        seq_length=DEFAULT_SEQ_LENGTH, config=None, vocab_file=None):
   """Writes the TF Hub style preprocessor SavedModel atomically; returns the export dir.
 
   Args:
     export_dir: the SavedModel directory to write.
     spm_model_file: the SentencePiece model (becomes the asset 30k-clean.model).
+    vocab_file: a WordPiece vocabulary instead (spm_model_file None; becomes vocab.txt).
     do_lower_case: lower-case the text first (uncased models).
     seq_length: the default sequence length of `obj(sentences)` and `obj.bert_pack_inputs`.
     config: the paired encoder's AlbertConfig, recorded in the export's info (optional).
@@ -163,17 +178,20 @@ def export_preprocessor(export_dir, spm_model_file, do_lower_case=True,
   seq_length = int(seq_length)
   if seq_length < 3:
     raise AlbertError(f"seq_length={seq_length}: expected at least 3 ([CLS] A [SEP])")
-  tokenizer = InGraphTokenizer(spm_model_file, max_seq_length=seq_length,
-                               do_lower_case=do_lower_case)
+  tokenizer = make_in_graph_tokenizer(spm_model_file, vocab_file, max_seq_length=seq_length,
+                                      do_lower_case=do_lower_case)
+  vocabulary = ((SPM_ASSET_NAME, spm_model_file) if spm_model_file else
+                (WORDPIECE_VOCAB_ASSET_NAME, vocab_file))
   identity = {"kind": "albert_hub_preprocessor", "seq_length": seq_length,
               "spm_model_sha1": serving.file_sha1(spm_model_file),
+              **serving.vocabulary_identity(spm_model_file, vocab_file),
               "do_lower_case": bool(do_lower_case),
               "albert_config": config.to_dict() if config is not None else None}
 
   def write(tmp_dir):
     staging = tmp_dir + "-assets"
     try:
-      staged = serving.stage_assets(staging, [(SPM_ASSET_NAME, spm_model_file)])
+      staged = serving.stage_assets(staging, [vocabulary])
       module = HubPreprocessorModule(tokenizer, seq_length, tf.saved_model.Asset(staged[0]))
       tf.saved_model.save(module, tmp_dir)
     finally:

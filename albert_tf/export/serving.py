@@ -155,9 +155,9 @@ class _ServingBase(tf.Module):
 class ClassifierServing(_ServingBase):
   """Serving signatures for an AlbertClassifier.
 
-  text_tokenizer: None (no raw-text signature) or an InGraphTokenizer
-    (albert_tf/text/in_graph_tokenizer.py) built with the same max_seq_length (preprocessing,
-    SentencePiece and official packing).
+  text_tokenizer: None (no raw-text signature) or an in-graph tokenizer (SentencePiece:
+    albert_tf/text/in_graph_tokenizer.py; WordPiece: in_graph_wordpiece.py) built with the same
+    max_seq_length (preprocessing, tokenization and official packing).
   """
 
   def __init__(self, model, label_names, max_seq_length, text_tokenizer=None, text_pair=True,
@@ -381,6 +381,11 @@ def stage_assets(staging, assets):
       fileio.copy(source, target)
     staged.append(target)
   return staged
+
+
+def vocabulary_identity(spm_model_file, vocab_file):
+  """A WordPiece vocabulary's SHA-1 for an export's identity (spm_model_sha1 is always there)."""
+  return {} if spm_model_file or not vocab_file else {"vocab_sha1": file_sha1(vocab_file)}
 
 
 def model_identity(kind, model, max_seq_length, spm_model_file, **extra):

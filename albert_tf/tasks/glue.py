@@ -218,4 +218,5 @@ class ClassificationTask(SentenceTaskData, Task):
                              spm_model_file=self.params.spm_model_file,
                              do_lower_case=self.params.do_lower_case, task_name=self.spec.name,
                              text_pair=self.spec.text_pair, precision=precision,
-                             threshold=None if math.isnan(threshold) else threshold)
+                             threshold=None if math.isnan(threshold) else threshold,
+                             vocab_file=self.params.vocab_file)

@@ -170,7 +170,8 @@ class RaceTask(SentenceTaskData, Task):
     return export_multiple_choice(model, export_dir, max_seq_length=self.max_seq_length,
                                   max_qa_length=self.params.max_qa_length,
                                   spm_model_file=self.params.spm_model_file,
-                                  do_lower_case=self.params.do_lower_case, precision=precision)
+                                  do_lower_case=self.params.do_lower_case, precision=precision,
+                                  vocab_file=self.params.vocab_file)
 
 
 _read_best_value = output_layout.read_best_trial_value  # best_trial.txt's best dev value

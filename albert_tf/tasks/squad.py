@@ -78,9 +78,8 @@ class SquadConfig:
   def __post_init__(self):
     if isinstance(self.albert_config, str):
       self.albert_config = AlbertConfig.from_json_file(self.albert_config)
-    if (self.train_file or self.predict_file) and not self.spm_model_file:
-      raise AlbertError("--spm_model_file is required (SQuAD features use SentencePiece "
-                        "offsets)")
+    if (self.train_file or self.predict_file) and not (self.spm_model_file or self.vocab_file):
+      raise AlbertError("--spm_model_file is required (or --vocab_file for a WordPiece model)")
     self.albert_config.check_sequence_length(self.max_seq_length)
     squad.check_window_lengths(self.max_seq_length, self.max_query_length, self.doc_stride)
     for name in ("n_best_size", "max_answer_length", "start_n_top", "end_n_top"):

@@ -36,16 +36,27 @@ KNOWN_DIVERGENCES = (
 )
 
 
+# Code-point predicates of Python's `unicodedata`/`str` (the Python tokenizers' own rules), so the
+# graph uses the same character sets rather than RE2's built-in (other Unicode version) classes.
+_PREDICATES = {
+    "space": lambda ch: ch.isspace(),
+    "combining": lambda ch: unicodedata.combining(ch) != 0,
+    "mark_nonspacing": lambda ch: unicodedata.category(ch) == "Mn",
+    # WordPiece (BasicTokenizer) rules, from albert_tf.text.tokenization.
+    "punctuation": tokenization.is_punctuation,
+    "chinese": lambda ch: tokenization.is_chinese_char(ord(ch)),
+    # What BasicTokenizer._clean_text deletes: NUL, U+FFFD and control/format characters.
+    "removed_control": lambda ch: ord(ch) in (0, 0xFFFD) or tokenization.is_control(ch),
+}
+
+
 @functools.lru_cache(maxsize=None)
-def _char_class(predicate_name):
-  """An RE2 character class of all code points for which the predicate holds (as ranges)."""
-  if predicate_name == "space":
-    predicate = lambda c: chr(c).isspace()
-  else:
-    predicate = lambda c: unicodedata.combining(chr(c)) != 0
+def char_class(predicate_name):
+  """An RE2 character class (as ranges) of every code point for which the predicate holds."""
+  predicate = _PREDICATES[predicate_name]
   ranges, start, prev = [], None, None
   for cp in range(sys.maxunicode + 1):
-    if 0xD800 <= cp <= 0xDFFF or not predicate(cp):
+    if 0xD800 <= cp <= 0xDFFF or not predicate(chr(cp)):
       continue
     if start is not None and cp == prev + 1:
       prev = cp
@@ -59,7 +70,43 @@ def _char_class(predicate_name):
   return "[" + "".join(parts) + "]"
 
 
-class InGraphTokenizer(tf_keras.layers.Layer):
+class PackingTokenizer(tf_keras.layers.Layer):
+  """Shared by the in-graph tokenizers: raw text (one segment or a pair) -> encoder inputs.
+
+  Subclasses set cls_id, sep_id, pad_id, mask_id, vocab_size and define `tokenize(texts)`:
+  tf.string [batch] -> int32 RaggedTensor [batch, (pieces)].
+  """
+
+  def __init__(self, max_seq_length=512, do_lower_case=True, **kwargs):
+    super().__init__(**kwargs)
+    self.max_seq_length = int(max_seq_length)
+    self.do_lower_case = bool(do_lower_case)
+    if self.max_seq_length < 3:
+      raise AlbertError(f"max_seq_length={max_seq_length}: expected at least 3")
+
+  def call(self, inputs):
+    if isinstance(inputs, (tuple, list)):
+      if len(inputs) != 2:
+        raise AlbertError(f"{type(self).__name__} takes one or two text tensors, "
+                          f"got {len(inputs)}")
+      ids_a, ids_b = self.tokenize(inputs[0]), self.tokenize(inputs[1])
+    else:
+      ids_a, ids_b = self.tokenize(inputs), None
+    return self.pack(ids_a, ids_b)
+
+  def pack(self, ids_a, ids_b=None):
+    """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
+    ids_a, ids_b = packing.fit_classifier_ids(ids_a, ids_b, self.max_seq_length)
+    return packing.pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
+                            self.pad_id)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(max_seq_length=self.max_seq_length, do_lower_case=self.do_lower_case)
+    return config
+
+
+class InGraphTokenizer(PackingTokenizer):
   """Raw text (one segment or a pair) -> ALBERT encoder inputs, inside the graph.
 
   Call with a string tensor [batch] (single segments) or a tuple/list (text_a, text_b) of two
@@ -69,12 +116,8 @@ class InGraphTokenizer(tf_keras.layers.Layer):
   """
 
   def __init__(self, spm_model_file, max_seq_length=512, do_lower_case=True, **kwargs):
-    super().__init__(**kwargs)
+    super().__init__(max_seq_length=max_seq_length, do_lower_case=do_lower_case, **kwargs)
     self.spm_model_file = spm_model_file
-    self.max_seq_length = int(max_seq_length)
-    self.do_lower_case = bool(do_lower_case)
-    if self.max_seq_length < 3:
-      raise AlbertError(f"max_seq_length={max_seq_length}: expected at least 3")
     # The Python tokenizer supplies the special ids and the digit-comma split table.
     self._py_tokenizer = tokenization.make_tokenizer(spm_model_file,
                                                      do_lower_case=do_lower_case)
@@ -84,6 +127,8 @@ class InGraphTokenizer(tf_keras.layers.Layer):
     self.sep_id = self._py_tokenizer.sep_id
     self.pad_id = 0
     self.unk_id = self._py_tokenizer.unk_id
+    self.mask_id = sp.PieceToId("[MASK]")
+    self.vocab_size = sp.GetPieceSize()
     with tf.io.gfile.GFile(spm_model_file, "rb") as f:
       self._sp_op = tf_text.SentencepieceTokenizer(model=f.read(), out_type=tf.int32)
     rows = []
@@ -94,10 +139,10 @@ class InGraphTokenizer(tf_keras.layers.Layer):
       else:
         rows.append([sp.PieceToId(p) for p in split])
     self._split_table = tf.ragged.constant(rows, dtype=tf.int32)
-    self._space_re = _char_class("space") + "+"
+    self._space_re = char_class("space") + "+"
     # A run of what Python's str.split() splits on (RE2), for splitting text into words.
     self.whitespace_pattern = self._space_re
-    self._combining_re = _char_class("combining")
+    self._combining_re = char_class("combining")
 
   def preprocess(self, texts):
     """`preprocess_text` in graph: tf.string [batch] -> tf.string [batch]."""
@@ -116,23 +161,7 @@ class InGraphTokenizer(tf_keras.layers.Layer):
     ids = self._sp_op.tokenize(self.preprocess(texts))
     return tf.gather(self._split_table, ids).merge_dims(1, 2)
 
-  def call(self, inputs):
-    if isinstance(inputs, (tuple, list)):
-      if len(inputs) != 2:
-        raise AlbertError(f"InGraphTokenizer takes one or two text tensors, got {len(inputs)}")
-      ids_a, ids_b = self.tokenize(inputs[0]), self.tokenize(inputs[1])
-    else:
-      ids_a, ids_b = self.tokenize(inputs), None
-    return self.pack(ids_a, ids_b)
-
-  def pack(self, ids_a, ids_b=None):
-    """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
-    ids_a, ids_b = packing.fit_classifier_ids(ids_a, ids_b, self.max_seq_length)
-    return packing.pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
-                            self.pad_id)
-
   def get_config(self):
     config = super().get_config()
-    config.update(spm_model_file=self.spm_model_file, max_seq_length=self.max_seq_length,
-                  do_lower_case=self.do_lower_case)
+    config.update(spm_model_file=self.spm_model_file)
     return config

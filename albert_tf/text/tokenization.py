@@ -211,10 +211,14 @@ def load_vocab(vocab_file):
   """Loads a vocabulary file (one token per line; for SentencePiece .vocab, the first column),
   local or any tf.io.gfile URL."""
   vocab = collections.OrderedDict()
-  for line_number, raw in enumerate(_read_bytes(vocab_file, "vocabulary file").split(b"\n"), 1):
+  contents = _read_bytes(vocab_file, "vocabulary file")
+  for line_number, raw in enumerate(contents.split(b"\n"), 1):
     try:
       line = raw.decode("utf-8")
     except UnicodeDecodeError:
+      if _is_sentencepiece_model(contents):
+        raise AlbertError(f"--vocab_file {vocab_file} is a SentencePiece model, not a vocabulary "
+                          "file: pass it as --spm_model_file") from None
       raise AlbertError(f"{vocab_file}:{line_number}: vocabulary line is not valid UTF-8")
     token = line.strip().split()[0] if line.strip() else ""
     if token and token not in vocab:
@@ -222,6 +226,46 @@ def load_vocab(vocab_file):
   if not vocab:
     raise AlbertError(f"vocabulary file {vocab_file} is empty")
   return vocab
+
+
+def _is_sentencepiece_model(contents):
+  """Whether bytes are a serialized SentencePiece model."""
+  try:
+    spm.SentencePieceProcessor().LoadFromSerializedProto(contents)
+  except (RuntimeError, OSError, TypeError):
+    return False
+  return True
+
+
+def _is_text_vocabulary(contents):
+  """Whether bytes read as a text vocabulary: UTF-8 lines, one a [CLS] or [UNK] token."""
+  try:
+    lines = contents.decode("utf-8").splitlines()
+  except UnicodeDecodeError:
+    return False
+  return any(line.split()[:1] in (["[CLS]"], ["[UNK]"]) for line in lines)
+
+
+def check_vocabularies_agree(spm_model_file, vocab_file, sp_model):
+  """The official scripts take --vocab_file beside --spm_model_file (run_glue.sh passes
+  30k-clean.vocab and 30k-clean.model): the vocabulary must then list the model's pieces.
+
+  Raises:
+    AlbertError: the two files list different pieces (e.g. a WordPiece vocab.txt beside a
+      SentencePiece model), naming the first difference.
+  """
+  vocab = list(load_vocab(vocab_file))
+  pieces = [sp_model.IdToPiece(i) for i in range(sp_model.GetPieceSize())]
+  if vocab == pieces:
+    return
+  first = next((i for i, (a, b) in enumerate(zip(vocab, pieces)) if a != b),
+               min(len(vocab), len(pieces)))
+  found = repr(vocab[first]) if first < len(vocab) else "the end of the file"
+  expected = repr(pieces[first]) if first < len(pieces) else "the end of the model"
+  raise AlbertError(f"--vocab_file {vocab_file} and --spm_model_file {spm_model_file} disagree: "
+                    f"token {first} is {found} in the vocabulary, {expected} in the model "
+                    f"({len(vocab)} and {len(pieces)} tokens); pass one of them (WordPiece "
+                    "models: --vocab_file alone)")
 
 
 def convert_by_vocab(vocab, items):
@@ -245,21 +289,21 @@ def whitespace_tokenize(text):
   return text.split() if text else []
 
 
-def _is_whitespace(char):
+def is_whitespace(char):
   """Space, tab, newline, carriage return or any Unicode space separator (Zs)."""
   if char in (" ", "\t", "\n", "\r"):
     return True
   return unicodedata.category(char) == "Zs"
 
 
-def _is_control(char):
+def is_control(char):
   """A control or format character (Cc, Cf), tab / newline / carriage return excepted."""
   if char in ("\t", "\n", "\r"):
     return False
   return unicodedata.category(char) in ("Cc", "Cf")
 
 
-def _is_punctuation(char):
+def is_punctuation(char):
   """Unicode punctuation (P*) or any ASCII symbol that is not a letter, digit or space."""
   cp = ord(char)
   # All non-letter/number ASCII is treated as punctuation, as in BERT ("^", "$", "`").
@@ -268,10 +312,14 @@ def _is_punctuation(char):
   return unicodedata.category(char).startswith("P")
 
 
-def _is_chinese_char(cp):
+def is_chinese_char(cp):
   return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or
           0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
           0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+# The official module's names of the character classes (users call them).
+_is_whitespace, _is_control, _is_punctuation = is_whitespace, is_control, is_punctuation
 
 
 class BasicTokenizer:
@@ -300,11 +348,11 @@ class BasicTokenizer:
   @staticmethod
   def _tokenize_chinese_chars(text):
     """Spaces around every CJK ideograph, so that each is a token."""
-    return "".join(f" {c} " if _is_chinese_char(ord(c)) else c for c in text)
+    return "".join(f" {c} " if is_chinese_char(ord(c)) else c for c in text)
 
   @staticmethod
   def _is_chinese_char(cp):
-    return _is_chinese_char(cp)
+    return is_chinese_char(cp)
 
   def _run_split_on_punc(self, text):
     return self._split_on_punc(text)
@@ -314,7 +362,7 @@ class BasicTokenizer:
     output = []
     start_new_word = True
     for char in text:
-      if _is_punctuation(char):
+      if is_punctuation(char):
         output.append([char])
         start_new_word = True
       else:
@@ -329,9 +377,9 @@ class BasicTokenizer:
     output = []
     for char in text:
       cp = ord(char)
-      if cp == 0 or cp == 0xFFFD or _is_control(char):
+      if cp == 0 or cp == 0xFFFD or is_control(char):
         continue
-      output.append(" " if _is_whitespace(char) else char)
+      output.append(" " if is_whitespace(char) else char)
     return "".join(output)
 
 
@@ -426,7 +474,10 @@ class FullTokenizer:
       try:
         self.sp_model.LoadFromSerializedProto(proto)
       except (RuntimeError, OSError):
-        raise AlbertError(f"--spm_model_file {spm_model_file} is not a SentencePiece model")
+        hint = (": it is a text vocabulary (WordPiece); pass it as --vocab_file"
+                if _is_text_vocabulary(proto) else "")
+        raise AlbertError(f"--spm_model_file {spm_model_file} is not a SentencePiece "
+                          f"model{hint}") from None
       self.vocab = {self.sp_model.IdToPiece(i): i for i in range(self.sp_model.GetPieceSize())}
     elif vocab_file:
       self.vocab = load_vocab(vocab_file)
@@ -522,7 +573,10 @@ class FullTokenizer:
   def tokenize_with_offsets(self, text):
     """Pieces of `text` and each piece's character span in the ORIGINAL (unprocessed) text.
 
-    SentencePiece mode only (SQuAD uses it to map answer character spans to pieces).
+    SQuAD uses it to map answer character spans to pieces. WordPiece mode: each piece spans the
+    characters it spells (a word's pieces tile the word, CJK characters one each, so text
+    without spaces maps too); an [UNK] spans its whole word; dropped accents and removed
+    control characters stay inside the span of the character before them.
 
     Returns:
       (pieces, offsets): pieces == self.tokenize(text); offsets[i] = (start, end) with
@@ -538,7 +592,7 @@ class FullTokenizer:
       Spans are non-decreasing in start.
     """
     if self.sp_model is None:
-      raise AlbertError("tokenize_with_offsets needs a SentencePiece model (--spm_model_file)")
+      return _wordpiece_with_offsets(self, text)
     processed, char_spans = _preprocess_with_alignment(text, lower=self.do_lower_case)
     proto = _encode_as_proto(self.sp_model, processed)
     # SentencePiece offsets are UTF-8 byte offsets into `processed`: map bytes -> chars.
@@ -604,17 +658,108 @@ class FullTokenizer:
     return self.convert_tokens_to_ids(self.tokenize(text))
 
 
+def _basic_words_with_spans(text, do_lower_case):
+  """BasicTokenizer.tokenize with each word's characters' spans in `text`.
+
+  Returns a list of (word, spans) with spans[i] = (start, end) of word[i] in the original text.
+  """
+  text = convert_to_unicode(text)
+  # Words of the cleaned text: whitespace ends a word, a CJK character is a word of its own.
+  raw_words, chars, spans = [], [], []
+
+  def end_word():
+    if chars:
+      raw_words.append(("".join(chars), list(spans)))
+      chars.clear()
+      spans.clear()
+
+  for i, ch in enumerate(text):
+    cp = ord(ch)
+    if cp == 0 or cp == 0xFFFD or is_control(ch):
+      if spans:  # removed: it stays inside the span of the character before it
+        spans[-1] = (spans[-1][0], i + 1)
+      continue
+    if ch.isspace():
+      end_word()
+    elif is_chinese_char(cp):
+      end_word()
+      raw_words.append((ch, [(i, i + 1)]))
+    else:
+      chars.append(ch)
+      spans.append((i, i + 1))
+  end_word()
+  words = []
+  for word, word_spans in raw_words:
+    if do_lower_case:
+      word, word_spans = _lower_strip_accents_with_spans(word, word_spans)
+    # Punctuation characters are words of their own.
+    start = 0
+    for k, ch in enumerate(word):
+      if is_punctuation(ch):
+        if k > start:
+          words.append((word[start:k], word_spans[start:k]))
+        words.append((ch, word_spans[k:k + 1]))
+        start = k + 1
+    if start < len(word):
+      words.append((word[start:], word_spans[start:]))
+  return words
+
+
+def _lower_strip_accents_with_spans(word, spans):
+  """BasicTokenizer's lower-casing and accent stripping of one word, with per-character spans."""
+  expected = BasicTokenizer._run_strip_accents(word.lower())  # pylint: disable=protected-access
+  lowered = word.lower()
+  # str.lower is per character except the final sigma, which stays one character.
+  lower_spans = [span for ch, span in zip(word, spans) for _ in ch.lower()]
+  out, out_spans = [], []
+  for ch, span in zip(lowered, lower_spans):
+    kept = [c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) != "Mn"]
+    if kept:
+      out.extend(kept)
+      out_spans.extend([span] * len(kept))
+    elif out_spans:
+      out_spans[-1] = (out_spans[-1][0], span[1])
+  if len(lower_spans) != len(lowered) or "".join(out) != expected:
+    # Unreachable with CPython's tables; stay exact: every character spans the whole word.
+    whole = (spans[0][0], spans[-1][1])
+    return expected, [whole] * len(expected)
+  return expected, out_spans
+
+
+def _wordpiece_with_offsets(tokenizer, text):
+  """FullTokenizer.tokenize_with_offsets in WordPiece mode (see there)."""
+  wordpiece = tokenizer.wordpiece_tokenizer
+  pieces, offsets = [], []
+  for word, spans in _basic_words_with_spans(text, tokenizer.do_lower_case):
+    word_pieces = wordpiece.tokenize(word)
+    if word_pieces == [wordpiece.unk_token]:
+      pieces.append(wordpiece.unk_token)
+      offsets.append((spans[0][0], spans[-1][1]))
+      continue
+    position = 0
+    for piece in word_pieces:
+      length = len(piece[2:] if piece.startswith("##") and position else piece)
+      pieces.append(piece)
+      offsets.append((spans[position][0], spans[position + length - 1][1]))
+      position += length
+  return pieces, offsets
+
+
 def make_tokenizer(spm_model_file=None, vocab_file=None, do_lower_case=True, albert_config=None):
   """The tokenizer of a job (the official `fine_tuning_utils.create_vocab`).
 
   SentencePiece when `spm_model_file` is given, else WordPiece from `vocab_file`. With
   `albert_config`, the vocabulary must fit the model's embedding table (checked up front: a
   cached feature file would otherwise skip the tokenizer and train on ids past the table).
+  Both files given: the vocabulary must list the SentencePiece model's pieces (its .vocab).
   Raises:
-    AlbertError: neither file is given; the vocabulary is larger than the config's.
+    AlbertError: neither file is given; both disagree; the vocabulary is larger than the
+      config's.
   """
   tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                             spm_model_file=spm_model_file)
+  if spm_model_file and vocab_file:
+    check_vocabularies_agree(spm_model_file, vocab_file, tokenizer.sp_model)
   if albert_config is not None:
     check_vocabulary_fits(tokenizer, albert_config)
   return tokenizer

@@ -54,6 +54,8 @@ GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/"
 SENTEVAL_URL = "https://dl.fbaipublicfiles.com/senteval/senteval_data/"
 IMDB_URL = "https://ai.stanford.edu/~amaas/data/sentiment/"
 WNUT17_URL = "https://raw.githubusercontent.com/leondz/emerging_entities_17/master/"
+ALBERT_MODELS_URL = "https://storage.googleapis.com/albert_models/"  # the official release
+CLUE_URL = "https://storage.googleapis.com/cluebenchmark/tasks/"  # the CLUE benchmark's files
 DOWNLOADS = ".downloads"  # below data_dir: the files being (or waiting to be) unpacked
 PARTIAL = ".part"  # the suffix of a download not yet whole
 # Published SHA-256 checksums (the ones the data sets' users publish and agree on); the GLUE
@@ -85,8 +87,20 @@ def _safe_member(name, archive):
                       "refused")
 
 
+def _archive_prefix(file_names, inner):
+  """The prefix the wanted files share: `inner/`; with inner None, the archive's one top-level
+  directory when every file is below it, else "" (files at the top: unpacked as they are)."""
+  if inner is not None:
+    return inner + "/"
+  tops = {name.split("/", 1)[0] for name in file_names}
+  if len(tops) == 1 and all("/" in name for name in file_names):
+    return tops.pop() + "/"
+  return ""
+
+
 def _unpack_zip(path, target, inner):
-  """Unpacks the zip at `path` whose files sit in `inner/` into `target`."""
+  """Unpacks the zip at `path` whose files sit in `inner/` (None: see _archive_prefix) into
+  `target`."""
   try:
     with zipfile.ZipFile(path) as archive:
       bad = archive.testzip()  # reads every member whole: CRC errors, truncation
@@ -95,7 +109,8 @@ def _unpack_zip(path, target, inner):
       members = archive.namelist()
       for name in members:
         _safe_member(name, path)
-      prefix = inner + "/"
+      prefix = _archive_prefix([i.filename for i in archive.infolist() if not i.is_dir()],
+                               inner)
       if not any(name.startswith(prefix) for name in members):
         raise _refused(path, f"holds no {prefix} (found "
                        f"{', '.join(members[:3]) or 'nothing'}): not the expected archive")
@@ -111,7 +126,8 @@ def _unpack_zip(path, target, inner):
 
 
 def _unpack_tar_gz(path, target, inner):
-  """Unpacks the .tar.gz at `path` whose files sit in `inner/` into `target`."""
+  """Unpacks the .tar.gz at `path` whose files sit in `inner/` (None: see _archive_prefix) into
+  `target`."""
   try:
     with tarfile.open(path, "r:gz") as archive:
       members = archive.getmembers()  # reads the whole archive: truncation shows here
@@ -119,7 +135,7 @@ def _unpack_tar_gz(path, target, inner):
         _safe_member(member.name, path)
         if not (member.isfile() or member.isdir()):
           raise AlbertError(f"{path}: member {member.name!r} is a link or device: refused")
-      prefix = inner + "/"
+      prefix = _archive_prefix([m.name for m in members if m.isfile()], inner)
       wanted = [m for m in members if m.name.startswith(prefix) and m.isfile()]
       if not wanted:
         raise _refused(path, f"holds no {prefix} (found "
@@ -232,9 +248,18 @@ DATA_SETS = {
                 _copy_files_as("train.txt", "dev.txt", "test.txt"),
                 "NER: WNUT 2017 emerging entities, CoNLL columns, BIO tags of 6 types "
                 "(CC-BY 4.0; run_ner.py --data_dir)"),
+        DataSet("albert_base_zh", "albert_base_zh", (ALBERT_MODELS_URL + "albert_base_zh.tar.gz",),
+                lambda paths, target: _unpack_tar_gz(paths[0], target, None),
+                "the official Chinese ALBERT-base: albert_config.json, model.ckpt-best, "
+                "vocab_chinese.txt (WordPiece; docs/chinese_and_wordpiece.md)"),
+        DataSet("AFQMC", "afqmc_public", (CLUE_URL + "afqmc_public.zip",),
+                lambda paths, target: _unpack_zip(paths[0], target, None),
+                "CLUE: Chinese question pairs, same meaning or not (train/dev/test.json, JSON "
+                "Lines)"),
     )
 }
-GLUE_TASKS = tuple(name for name in DATA_SETS if name not in ("imdb", "wnut17"))
+GLUE_TASKS = tuple(name for name in DATA_SETS
+                   if name not in ("imdb", "wnut17", "albert_base_zh", "afqmc"))
 ALIASES = {"glue": GLUE_TASKS, "sst2": ("sst-2",), "stsb": ("sts-b",),
            "diagnostic": ("ax",)}
 

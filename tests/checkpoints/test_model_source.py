@@ -35,6 +35,21 @@ def test_a_model_directory_supplies_config_and_sentencepiece(model_dirs, kind, s
   assert source.init_checkpoint == model_dirs[kind]
 
 
+@pytest.mark.parametrize("kind,vocab_name", [("tarball", "vocab_chinese.txt"),
+                                             ("tf2", "vocab_chinese.txt"), ("hf", "vocab.txt")])
+def test_a_wordpiece_directory_supplies_its_vocabulary(model_dirs, tmp_path, kind, vocab_name):
+  """The official albert_*_zh tarballs hold vocab_chinese.txt and no .model; HF Chinese
+  ALBERTs a BertTokenizer's vocab.txt: the directory alone is the model and its vocabulary."""
+  directory = tmp_path / kind
+  shutil.copytree(model_dirs[kind], directory,
+                  ignore=shutil.ignore_patterns("30k-clean.model", "spiece.model"))
+  (directory / vocab_name).write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+  source = resolve_model_source(init_checkpoint=str(directory))
+  assert source.spm_model_file is None
+  assert source.vocab_file == str(directory / vocab_name)
+  assert source.config.num_hidden_layers == 3
+
+
 def test_flags_given_win_over_the_directory(model_dirs, tmp_path):
   config_file = write_tiny_config(tmp_path / "albert_config.json")  # 2 layers
   source = resolve_model_source(albert_config_file=config_file, init_checkpoint=model_dirs["hf"],

@@ -163,3 +163,42 @@ def test_task_heads_with_official_names_round_trip(tmp_path, v2):
   assert not report.missing and not report.unexpected
   for a, b in zip(model_values(first), model_values(second)):
     np.testing.assert_array_equal(a, b)
+
+
+def _brightmart_weights(cfg):
+  """Every variable of brightmart/albert_zh's own layout (its modeling.py, post-LN), tiny."""
+  v, e, h, i = cfg["vocab_size"], cfg["embedding_size"], cfg["hidden_size"], cfg[
+      "intermediate_size"]
+  layer = "bert/encoder/layer_shared/"
+  shapes = {"bert/embeddings/word_embeddings": [v, e], "bert/embeddings/word_embeddings_2": [e, h],
+            "bert/embeddings/position_embeddings": [cfg["max_position_embeddings"], h],
+            "bert/embeddings/token_type_embeddings": [cfg["type_vocab_size"], h],
+            "bert/embeddings/LayerNorm/gamma": [h], "bert/embeddings/LayerNorm/beta": [h],
+            "bert/pooler/dense/kernel": [h, h], "bert/pooler/dense/bias": [h]}
+  for name in ("query", "key", "value"):
+    shapes[f"{layer}attention/self/{name}/kernel"] = [h, h]
+    shapes[f"{layer}attention/self/{name}/bias"] = [h]
+  for scope, (n_in, n_out) in (("attention/output/dense", (h, h)),
+                               ("intermediate/dense", (h, i)), ("output/dense", (i, h))):
+    shapes[f"{layer}{scope}/kernel"] = [n_in, n_out]
+    shapes[f"{layer}{scope}/bias"] = [n_out]
+  for scope in ("attention/output/LayerNorm", "output/LayerNorm"):
+    shapes[f"{layer}{scope}/gamma"] = [h]
+    shapes[f"{layer}{scope}/beta"] = [h]
+  return {name: np.zeros(shape, np.float32) for name, shape in shapes.items()}
+
+
+def test_brightmart_own_layout_is_refused_with_one_line(tmp_path):
+  """brightmart's word_embeddings_2 projects before the H-wide position embeddings: no official
+  ALBERT computes that, so loading stops with one line naming the variable and the way out."""
+  cfg = tiny_config_dict()
+  prefix = albert_numpy.write_official_checkpoint(
+      _brightmart_weights(cfg), str(tmp_path / "albert_model.ckpt"), optimizer_slots=False)
+  model = AlbertPretrainer(AlbertConfig.from_dict(cfg))
+  with pytest.raises(AlbertError) as info:
+    albert_tf.load_tf1_checkpoint(model, prefix)
+  message = str(info.value)
+  assert "\n" not in message
+  assert message.startswith(f"{prefix}: a brightmart/albert_zh checkpoint in its own layout "
+                            "(bert/embeddings/word_embeddings_2 [16, 32]")
+  assert "albert_*_zh_google" in message

@@ -92,8 +92,24 @@ def test_format_from_extension_or_flag(tmp_path):
   assert _spec(tmp_path, data_format="jsonl").labels == ("x", "z")
   assert _spec(tmp_path, data_format="tsv").labels == ("x", "y")
   message = _error(_spec(tmp_path, data_format="tsv").split_path, str(tmp_path), "dev")
-  assert message.endswith("dev.tsv: file not found (your own data: <data_dir>/dev.tsv, .csv or "
-                          ".jsonl)")
+  assert message.endswith("dev.tsv: file not found (your own data: <data_dir>/dev.tsv, .csv, "
+                          ".jsonl or .json)")
+
+
+def test_clue_json_files_are_json_lines(tmp_path):
+  """CLUE's AFQMC / TNEWS layout: train.json, dev.json, test.json, one object per line."""
+  _write(tmp_path, "train.json", '{"sentence1": "我们", "sentence2": "好", "label": "1"}\n'
+         '{"sentence1": "电影", "sentence2": "不", "label": "0"}\n')
+  _write(tmp_path, "test.json", '{"id": 0, "sentence1": "中国", "sentence2": "人"}\n')
+  spec = _spec(tmp_path, text_a="sentence1", text_b="sentence2", id="id")
+  assert spec.labels == ("0", "1")
+  (test,) = spec.read_examples(str(tmp_path), "test")
+  assert (test.guid, test.text_a, test.text_b) == ("0", "中国", "人")
+  # Ids name predictions: a training file without the id field numbers its examples.
+  assert [e.guid for e in spec.read_examples(str(tmp_path), "train")] == ["0", "1"]
+  assert table_files.format_of("dev.JSON") == "jsonl"
+  _write(tmp_path, "train.jsonl", '{"sentence1": "a", "sentence2": "b", "label": "1"}\n')
+  assert "several train files" in _error(_spec, tmp_path, text_a="sentence1")
 
 
 # ---------------------------------------------------------------------------- malformed rows
@@ -209,8 +225,8 @@ def test_bad_label_lists_and_options(tmp_path):
   message = _error(_spec, tmp_path / "elsewhere", label_list_file="out/label_list.json")
   missing = tmp_path / "elsewhere"
   assert message == ("no label list: no --labels, no out/label_list.json of a training run, and "
-                     f"no {missing}/train.tsv, {missing}/train.csv or {missing}/train.jsonl to "
-                     "infer them from")
+                     f"no {missing}/train.tsv, {missing}/train.csv, {missing}/train.jsonl or "
+                     f"{missing}/train.json to infer them from")
   record = _write(tmp_path, "label_list.json", '{"labels": "x"}')
   assert _error(_spec, tmp_path, label_list_file=record).startswith(
       f"{record}: not a label list")

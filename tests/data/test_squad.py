@@ -11,6 +11,7 @@ from albert_tf import tokenization
 from albert_tf.data import squad
 from albert_tf.errors import AlbertError
 from tests.helpers import squad as squad_helpers
+from tests.helpers import text as text_helpers
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +269,22 @@ def test_bad_lengths(tokenizer):
   with pytest.raises(AlbertError, match=r"--max_seq_length \(20\) must be greater than "
                                         r"--max_query_length \(17\) \+ 3"):
     list(squad.convert_examples_to_features([example], tokenizer, 20, 8, 17, True))
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize("context, answer", [
+    ("北京是中国的首都，也是文化中心。", "中国的首都"),  # CMRC 2018: no spaces between words
+    ("他说：“电影很好”，price是100元！", "100元"),  # mixed scripts, full-width punctuation
+    ("模型在2019年发布，PLAYING很好。", "PLAYING"),  # cased word inside Chinese text
+    ("Café\u200b学习中文", "Café\u200b学"),  # accent and zero-width character inside
+])
+def test_wordpiece_answers_without_spaces_round_trip(tmp_path, do_lower_case, context, answer):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab.txt", cased=not do_lower_case)
+  tok = tokenization.FullTokenizer(vocab_file=vocab, do_lower_case=do_lower_case)
+  example = squad.SquadExample("q", "首都是哪里？", context, answer, context.index(answer))
+  (feature,) = squad.convert_examples_to_features([example], tok, 64, 16, 16, True)
+  assert not feature.is_impossible
+  assert _recovered_answer(example, feature) == answer
+  doc = feature.tokens[feature.doc_offset:feature.doc_offset + len(
+      feature.tok_start_to_orig_index)]
+  assert doc == tok.tokenize(context)

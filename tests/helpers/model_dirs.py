@@ -36,3 +36,37 @@ def write_model_directories(root, spm_model_file, **config_overrides):
   albert_tf.save_hf_checkpoint(model, dirs[HF])
   shutil.copy(spm_model_file, os.path.join(dirs[HF], "spiece.model"))
   return dirs
+
+
+ZH, ZH_HF = "zh", "zh_hf"
+
+
+def write_chinese_directories(root, **config_overrides):
+  """An official-layout Chinese model directory and its HF conversion, as the official
+  albert_*_zh tarballs and HF's Chinese ALBERTs are laid out (tiny, random weights):
+
+    root/albert_tiny_zh/     albert_config.json, model.ckpt-best.*, vocab_chinese.txt
+                             (WordPiece, no .model, no `checkpoint` state file)
+    root/albert_tiny_zh_hf/  config.json, model.safetensors, vocab.txt, tokenizer_config.json
+                             (written by our converter from the directory above)
+
+  Returns {ZH, ZH_HF: path}."""
+  import albert_tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import conversion  # pylint: disable=g-import-not-at-top
+  from tests.helpers.text import make_wordpiece_vocab  # pylint: disable=g-import-not-at-top
+  root = os.fspath(root)
+  zh = os.path.join(root, "albert_tiny_zh")
+  vocab = make_wordpiece_vocab(os.path.join(zh, "vocab_chinese.txt"))
+  with open(vocab, encoding="utf-8") as f:
+    vocab_size = len(f.read().split())
+  config_overrides = dict(config_overrides, vocab_size=vocab_size)
+  model = albert_tf.AlbertPretrainer(tiny_albert_config(**config_overrides))
+  ids = np.array([[2, 10, 11, 3, 0]], np.int32)
+  model(dict(input_ids=ids, input_mask=(ids > 0).astype(np.int32), segment_ids=0 * ids,
+             masked_lm_positions=np.array([[1]], np.int32)), training=False)
+  albert_tf.save_tf1_checkpoint(model, os.path.join(zh, "model.ckpt-best"))
+  os.remove(os.path.join(zh, "checkpoint"))  # the tarballs have none
+  write_tiny_config(os.path.join(zh, "albert_config.json"), **config_overrides)
+  hf = os.path.join(root, "albert_tiny_zh_hf")
+  conversion.convert(None, zh, hf, output_format="hf")
+  return {ZH: zh, ZH_HF: hf}

@@ -231,4 +231,13 @@ def build_stand_ins(root):
   _write_custom_csv(root / "data")
   from tests.helpers.ner import write_ner_data  # pylint: disable=g-import-not-at-top
   write_ner_data(str(root / "ner_data"))
+  # docs/chinese_and_wordpiece.md: the official Chinese tarball's layout and CLUE / CMRC data.
+  from tests.helpers import chinese, model_dirs  # pylint: disable=g-import-not-at-top
+  import shutil  # pylint: disable=g-import-not-at-top
+  zh = model_dirs.write_chinese_directories(build / "zh")[model_dirs.ZH]
+  shutil.copytree(zh, root / "albert_base_zh")
+  chinese.write_afqmc(root / "afqmc_public")
+  for split in ("train", "dev"):
+    chinese.write_cmrc(root / "cmrc2018" / f"{split}.json")
+  chinese.write_corpus(root / "corpus_zh" / "wiki_zh.txt")
   return root

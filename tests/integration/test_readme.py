@@ -39,6 +39,8 @@ Stand-ins (tests/helpers/readme.py build_stand_ins; tiny config H=32, E=16, L=2,
 | `run_glue.sh`, `recipes/` | symlinks to this checkout (the pages' recipe commands run in tests/integration/test_recipes.py) |
 | `data/train.csv`, `dev.csv`, `test.csv` | 8 / 4 / 3 rows of "text,label" (labels neg/pos; test: "text") |
 | `ner_data/train.txt`, `dev.txt`, `test.txt` | CoNLL-2003 style `word POS tag` lines of six sentences (LOC, PER; tests/helpers/ner.py) |
+| `albert_base_zh/` (the unpacked `albert_base_zh.tar.gz`) | `albert_config.json` (the tiny config, vocab_size = the vocabulary's), `model.ckpt-best` (a random tiny pretrainer), `vocab_chinese.txt` (tests/helpers/text.py make_wordpiece_vocab): tests/helpers/model_dirs.py write_chinese_directories |
+| `afqmc_public/`, `cmrc2018/{train,dev}.json`, `corpus_zh/wiki_zh.txt` | CLUE AFQMC's JSON Lines (8 / 4 / 4), CMRC 2018's SQuAD JSON (4 questions) and a Chinese corpus (tests/helpers/chinese.py) |
 | `albert-base-v2-mnli`, `albert_base_sst2_hf` | HF AlbertForSequenceClassification directories (albert_tf.save_hf_checkpoint of a random tiny classifier; id2label = MNLI's 3 / SST-2's 2 labels) with `spiece.model` |
 | `.venv` (`source .venv/bin/activate`) | the suite's own environment (sys.prefix) |
 | `albert_base_hf`, `out/...`, `pretrain/`, `pretrain_domain/`, `vocab/`, `records/train.tfrecord`, `domain_records/train.tfrecord`, `albert_base_tf1|2/` | written by the pages' own commands |
@@ -166,6 +168,23 @@ RULES = [
     Rule("gpu_device_check", r"^python -c \"import tensorflow as tf; "
          r"print\(tf\.config\.list_physical_devices\('GPU'\)\)\"$", stdout=r"^\[\]\n$",
          quiet=False),
+    Rule("zh_download", r"^python -m albert_tf\.cli\.download_data --tasks=albert_base_zh,AFQMC ",
+         marked="downloads (no network on a test machine; albert_base_zh/ and afqmc_public/ "
+         "are what it unpacks)"),
+    Rule("zh_afqmc", r"^python run_classifier\.py --task_name=custom --data_dir=afqmc_public ",
+         produces=["out/afqmc/model.ckpt-best.index", "out/afqmc/predictions.tsv",
+                   "out/afqmc_export/*/saved_model.pb", "out/afqmc_export/*/assets/vocab.txt"]),
+    Rule("zh_cmrc", r"^python run_squad_v1\.py --init_checkpoint=albert_base_zh ",
+         produces=["out/cmrc2018/predictions.json"]),
+    Rule("zh_pretraining_data", r"^python create_pretraining_data\.py "
+         r"--input_file=corpus_zh/wiki_zh\.txt ", produces=["records_zh/train.tfrecord"]),
+    Rule("zh_from_pretrained", r'from_pretrained\("albert_base_zh"\)',
+         stdout=r"\['我', '们', '的', '电', '影', '很', '好'\]"),
+    Rule("zh_convert_to_hf", r"convert --input_checkpoint=albert_base_zh ",
+         produces=["albert_base_zh_hf/model.safetensors", "albert_base_zh_hf/vocab.txt",
+                   "albert_base_zh_hf/tokenizer_config.json"]),
+    Rule("zh_query", r"^python -m albert_tf\.cli\.query_savedmodel "
+         r"--export_dir=out/afqmc_export ", after=["zh_afqmc"], stdout=r"\b[01]\b"),
     Rule("download", r"^curl -LO https://storage\.googleapis\.com/albert_models/",
          marked="downloads the official tarball (tests run offline; albert_base/ stands in for "
          "what it unpacks)"),

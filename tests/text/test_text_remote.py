@@ -56,10 +56,13 @@ def test_missing_or_wrong_vocabulary_on_ram_is_the_local_one_line(tmp_path, spm_
     assert _message(spm_model_file=wrong) == (
         f"--spm_model_file {wrong} is not a SentencePiece model")
     fileio.write_bytes(f"{root}/spm.vocab", fileio.read_bytes(spm_model))  # a model as vocab
-    message = _message(vocab_file=f"{root}/spm.vocab")
-    assert message.startswith(f"{root}/spm.vocab:") and message.endswith(
-        ": vocabulary line is not valid UTF-8")
+    assert _message(vocab_file=f"{root}/spm.vocab") == (
+        f"--vocab_file {root}/spm.vocab is a SentencePiece model, not a vocabulary file: pass "
+        "it as --spm_model_file")
+    fileio.write_bytes(f"{root}/latin1.txt", b"[UNK]\n[CLS]\ncaf\xe9\n")
+    message = _message(vocab_file=f"{root}/latin1.txt")
     line_numbers.append(message.split(":")[-2])
+    assert message == f"{root}/latin1.txt:3: vocabulary line is not valid UTF-8"
   assert line_numbers[0] == line_numbers[1]
 
 

@@ -5,9 +5,11 @@ import unicodedata
 import pytest
 import sentencepiece as spm
 
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.text import tokenization
 from tests.helpers import text as text_helpers
+from tests.helpers.tiny_config import tiny_config_dict
 
 
 def test_preprocess_text_official_rules():
@@ -187,3 +189,56 @@ def test_wordpiece_vocab_errors(tmp_path):
   tok = tokenization.FullTokenizer(vocab_file=str(path))
   with pytest.raises(AlbertError, match=r"no \[MASK\] token"):
     tok.check_special_tokens()
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_wordpiece_offsets_spell_each_piece(tmp_path, do_lower_case):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab.txt", cased=not do_lower_case)
+  tok = tokenization.FullTokenizer(vocab_file=vocab, do_lower_case=do_lower_case)
+  for text in text_helpers.WORDPIECE_TEXTS:
+    pieces, offsets = tok.tokenize_with_offsets(text)
+    assert pieces == tok.tokenize(text), repr(text)
+    starts = [start for start, _ in offsets]
+    assert starts == sorted(starts), repr(text)
+    for piece, (start, end) in zip(pieces, offsets):
+      surface = text[start:end]
+      assert start < end, repr(text)
+      if piece != "[UNK]":  # the piece's characters, normalised as BasicTokenizer does
+        normalised = "".join(tokenization.BasicTokenizer(do_lower_case).tokenize(surface))
+        assert normalised == piece[2:] if piece.startswith("##") else normalised == piece, (
+            text, piece, surface)
+  pieces, offsets = tok.tokenize_with_offsets("我们的Café，PLAYING\u200bgood")
+  surfaces = ["我", "们", "的", "C", "a", "f", "é", "，", "PLAY", "ING\u200b", "g", "o", "o", "d"]
+  if do_lower_case:
+    assert ["我们的Café，PLAYING\u200bgood"[s:e] for s, e in offsets] == surfaces
+
+
+def test_vocabulary_flags_mixed_up_or_disagreeing_are_one_line(tmp_path, spm_model):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab.txt")
+  with pytest.raises(AlbertError) as info:
+    tokenization.make_tokenizer(spm_model_file=vocab)
+  assert str(info.value) == (f"--spm_model_file {vocab} is not a SentencePiece model: it is a "
+                             "text vocabulary (WordPiece); pass it as --vocab_file")
+  with pytest.raises(AlbertError) as info:
+    tokenization.make_tokenizer(vocab_file=spm_model)
+  assert str(info.value) == (f"--vocab_file {spm_model} is a SentencePiece model, not a "
+                             "vocabulary file: pass it as --spm_model_file")
+  with pytest.raises(AlbertError) as info:
+    tokenization.make_tokenizer(spm_model_file=spm_model, vocab_file=vocab)
+  assert str(info.value).startswith(f"--vocab_file {vocab} and --spm_model_file {spm_model} "
+                                    "disagree: token 0 is '[PAD]' in the vocabulary, '<pad>' in "
+                                    "the model (")
+  # The official pair (run_glue.sh: 30k-clean.vocab beside 30k-clean.model) agrees.
+  tokenization.make_tokenizer(spm_model_file=spm_model,
+                              vocab_file=spm_model[:-len(".model")] + ".vocab")
+
+
+def test_config_smaller_than_the_wordpiece_vocabulary_is_one_line(tmp_path):
+  vocab = text_helpers.make_wordpiece_vocab(tmp_path / "vocab_chinese.txt")
+  size = len(tokenization.load_vocab(vocab))
+  config = AlbertConfig.from_dict(tiny_config_dict(vocab_size=size - 1),
+                                  source="albert_config.json")
+  with pytest.raises(AlbertError) as info:
+    tokenization.make_tokenizer(vocab_file=vocab, albert_config=config)
+  assert str(info.value) == (f"{vocab}: vocabulary has {size} pieces but albert_config.json has "
+                             f"vocab_size={size - 1} (is this the model's own vocabulary?)")

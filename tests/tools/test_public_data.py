@@ -104,7 +104,8 @@ def test_command_fetches_glue_tasks_as_run_classifier_reads_them(mirror, tmp_pat
   assert again.returncode == 2
   assert again.stderr.strip().splitlines() == [
       "error: --tasks: unknown data set 'nope': expected names among CoLA, SST-2, MRPC, QQP, "
-      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, WNUT17, or glue (all of GLUE)"]
+      "STS-B, MNLI, QNLI, RTE, WNLI, AX, IMDB, WNUT17, albert_base_zh, AFQMC, or glue (all of "
+      "GLUE)"]
 
 
 def _quiet(*args):
@@ -260,3 +261,25 @@ def test_wnut17_lands_as_run_ners_data_dir(tmp_path):
   assert [s.words for s in train] == [["@paul", "London"], ["ok"]]
   assert sorted(os.listdir(tmp_path / "data" / "wnut17")) == ["dev.txt", "test.txt", "train.txt"]
   assert "wnut17" not in public_data.GLUE_TASKS
+
+
+def test_chinese_model_and_clue_archives_unpack_whatever_their_top_directory(tmp_path):
+  """albert_base_zh.tar.gz and CLUE's afqmc_public.zip: files under one top directory, or at
+  the archive's top, both land in the data set's directory."""
+  # pylint: disable=protected-access
+  tar_path = tmp_path / "albert_base_zh.tar.gz"
+  with tarfile.open(tar_path, "w:gz") as archive:
+    for name, data in (("albert_base/vocab_chinese.txt", b"[UNK]\n"),
+                       ("albert_base/albert_config.json", b"{}")):
+      info = tarfile.TarInfo(name)
+      info.size = len(data)
+      archive.addfile(info, io.BytesIO(data))
+  public_data._unpack_tar_gz(str(tar_path), str(tmp_path / "zh"), None)
+  assert sorted(os.listdir(tmp_path / "zh")) == ["albert_config.json", "vocab_chinese.txt"]
+  zip_path = tmp_path / "afqmc_public.zip"
+  with zipfile.ZipFile(zip_path, "w") as archive:
+    for split in ("train", "dev", "test"):
+      archive.writestr(f"{split}.json", '{"sentence1": "a"}\n')
+  public_data._unpack_zip(str(zip_path), str(tmp_path / "afqmc"), None)
+  assert sorted(os.listdir(tmp_path / "afqmc")) == ["dev.json", "test.json", "train.json"]
+  assert public_data.DATA_SETS["afqmc"].directory == "afqmc_public"

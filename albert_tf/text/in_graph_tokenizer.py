@@ -126,7 +126,7 @@ class InGraphTokenizer(tf_keras.layers.Layer):
     """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
     ids_a, ids_b = packing.fit_classifier_ids(ids_a, ids_b, self.max_seq_length)
     return packing.pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
-                            self.pad_id)
+                            self.pad_id, sep_after_empty_b=False)
 
   def get_config(self):
     config = super().get_config()

@@ -8,6 +8,8 @@ ids are the scripts' ids: the same SentencePiece pieces and the official truncat
 """
 
 import tensorflow as tf
+# The op library tf_text.SentencepieceTokenizer wraps (tensorflow-text has no public name for it).
+from tensorflow_text.python.ops.sentencepiece_tokenizer import gen_sentencepiece_tokenizer
 import tf_keras
 
 from albert_tf.errors import AlbertError
@@ -19,6 +21,28 @@ FEATURES = ("input_ids", "input_mask", "segment_ids")
 def _check_strings(tensor, what):
   if tensor.dtype != tf.string:
     raise AlbertError(f"{what}: expected strings, got {tensor.dtype.name} values")
+
+
+class _SentencePieceOp:
+  """tokenize(texts [batch]) -> int32 RaggedTensor [batch, (pieces)], the model's op run where it
+  is called.
+
+  tf_text.SentencepieceTokenizer makes its model once, as a kernel-owned resource that
+  `tf.random.set_seed` / `tf_keras.utils.set_random_seed` destroy (they clear the eager kernel
+  cache): every function traced before then fails with "Resource ... does not exist". A
+  notebook seeds after building a model, so the preprocessor makes the resource inside each
+  traced function (owned by that function) or each eager call (cached until the next reset).
+  """
+
+  def __init__(self, model):
+    self._model = model
+
+  def tokenize(self, texts):
+    handle = gen_sentencepiece_tokenizer.sentencepiece_op(model=self._model)
+    values, row_splits = gen_sentencepiece_tokenizer.sentencepiece_tokenize_op(
+        handle, texts, nbest_size=0, alpha=1.0, add_bos=False, add_eos=False, reverse=False,
+        out_type=tf.int32)
+    return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -34,6 +58,7 @@ class AlbertPreprocessor(InGraphTokenizer):
     kwargs.pop("max_seq_length", None)  # (the base class's name for sequence_length)
     super().__init__(spm_model_file, max_seq_length=sequence_length,
                      do_lower_case=do_lower_case, **kwargs)
+    self._sp_op = _SentencePieceOp(self._sp_op._model_resource._model)  # pylint: disable=protected-access
 
   @property
   def sequence_length(self):

@@ -231,6 +231,10 @@ class TextClassifier(tf_keras.Model):
       if len(a) != len(b):
         raise AlbertError(f"{len(a)} texts_a but {len(b)} texts_b")
       return (a, b)
+    if isinstance(x, tuple) or (isinstance(x, list) and x and not isinstance(x[0], str)
+                                and np.ndim(x[0]) > 0):
+      raise AlbertTextError("this model classifies single texts, got a pair or columns "
+                            "(text_pair=True for pairs)")
     return _as_text_column(x, "texts")
 
   def _labels(self, y):

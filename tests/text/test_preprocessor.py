@@ -60,3 +60,14 @@ def test_non_string_texts_raise(spm_model):
   layer = AlbertPreprocessor(spm_model, sequence_length=LENGTH)
   with pytest.raises(AlbertError, match="expected strings, got int32"):
     layer(tf.constant([1, 2]))
+
+
+def test_survives_seeding_after_it_was_traced(spm_model):
+  """tf_keras.utils.set_random_seed clears the eager kernel cache, where tf_text keeps its
+  SentencePiece resource: a function traced before it must still run."""
+  layer = AlbertPreprocessor(spm_model, sequence_length=LENGTH)
+  traced = tf.function(lambda texts: layer(texts)["input_ids"])
+  before = traced(tf.constant(TEXTS_A)).numpy()
+  tf.random.set_seed(3)
+  np.testing.assert_array_equal(traced(tf.constant(TEXTS_A)).numpy(), before)
+  np.testing.assert_array_equal(layer(tf.constant(TEXTS_A))["input_ids"].numpy(), before)

@@ -1,7 +1,10 @@
 """TextClassifier: raw text in, Keras' compile/fit/evaluate/predict, the scripts' recipe and
 files out (serving export, official checkpoint read back by from_pretrained)."""
 
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from albert_tf.training import optimizer as optimizer_lib
 from albert_tf.training.text_models import TextClassifier
 from tests.helpers.glue_fixtures import SENTENCES
 from tests.helpers.model_dirs import TARBALL, write_model_directories
+from tests.helpers.paths import REPO
 from tests.helpers.text import make_tiny_spm_model
 
 LENGTH = 16
@@ -137,3 +141,37 @@ def test_get_config_round_trip(dirs):
   model = _model(dirs)
   clone = TextClassifier.from_config(model.get_config())
   assert clone.get_config() == model.get_config()
+
+
+# In a fresh interpreter (logical devices are set before TensorFlow starts): the same seeded
+# fit on one device and under a MirroredStrategy of 2 logical CPUs; prints both loss lists.
+_MIRRORED = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from albert_tf.training.text_models import TextClassifier
+texts, labels = json.loads(sys.argv[2]), np.array(json.loads(sys.argv[3]))
+def run(strategy):
+  with strategy.scope():
+    model = TextClassifier.from_pretrained(sys.argv[1], num_classes=2, sequence_length=16,
+                                           dropout_rate=0.0, seed=1)
+    model.compile(learning_rate=1e-3)
+  return model.fit(texts, labels, batch_size=4, epochs=3, shuffle=False,
+                   verbose=0).history["loss"]
+one = run(tf.distribute.get_strategy())
+two = run(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+print(json.dumps({"one": one, "mirrored": two}))
+"""
+
+
+def test_strategy_scope_mirrored_matches_one_device(dirs):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO, TF_USE_LEGACY_KERAS="1")
+  proc = subprocess.run([sys.executable, "-c", _MIRRORED, dirs[TARBALL], json.dumps(TEXTS),
+                         json.dumps(LABELS.tolist())], capture_output=True, text=True, env=env,
+                        timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  losses = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert len(losses["mirrored"]) == 3
+  np.testing.assert_allclose(losses["mirrored"], losses["one"], rtol=1e-5)

@@ -217,6 +217,27 @@ class TextClassifier(tf_keras.Model):
       inner.bind_model(self.classifier)
 
   # ------------------------------------------------------------------ Keras' loops
+  def train_step(self, data):
+    """Keras' step, with the trainer's gradients: dense before they are clipped.
+
+    The embedding tables' gradients are IndexedSlices, one row per token of the batch; their
+    global norm counts a token seen twice as two rows instead of one summed row, so Keras
+    would clip them differently from the scripts (the trainer clips dense gradients)."""
+    x, y, sample_weight = tf_keras.utils.unpack_x_y_sample_weight(data)
+    optimizer = self.optimizer
+    loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+    with tf.GradientTape() as tape:
+      y_pred = self(x, training=True)
+      loss = self.compute_loss(x, y, y_pred, sample_weight)
+      scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
+    variables = self.trainable_variables
+    grads = tape.gradient(scaled, variables)
+    if loss_scaling:
+      grads = optimizer.get_unscaled_gradients(grads)
+    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+    optimizer.apply_gradients(zip(grads, variables))
+    return self.compute_metrics(x, y, y_pred, sample_weight)
+
   def _texts(self, x):
     """x as the model's input: NumPy string columns, or a tf.data / tensors untouched."""
     if isinstance(x, (tf.data.Dataset, tf.Tensor)) or x is None:

@@ -8,6 +8,8 @@ examples in file order (--shuffle_train_input=false; fit(shuffle=False) over 2 b
 epoch), AdamW with 2 warm-up steps of 20 and clipping at 1.0. run_classifier.py's per-step loss
 is read from its TensorBoard scalars (--log_every_n_steps=1: the loss of each step in float32),
 fit()'s from a callback (Keras logs each epoch's running mean: step losses are its differences).
+The same run's --export_dir and save_for_serving() then write the same SavedModel: the same
+files, signatures and answers.
 """
 
 import csv
@@ -69,7 +71,8 @@ def test_fit_and_run_classifier_agree_step_for_step(tmp_path):
       f"--max_seq_length={LENGTH}", f"--train_batch_size={BATCH}", f"--train_step={STEPS}",
       "--warmup_step=2", f"--learning_rate={LR}", "--dropout_prob=0", f"--seed={SEED}",
       "--shuffle_train_input=false", "--iterations_per_loop=1", "--log_every_n_steps=1",
-      f"--save_checkpoints_steps={STEPS}", "--output_dir=out"], cwd=str(root), timeout=600)
+      f"--save_checkpoints_steps={STEPS}", "--output_dir=out", "--export_dir=export"],
+      cwd=str(root), timeout=600)
   assert proc.returncode == 0, scripts.describe(proc)
   script_losses = _script_losses(str(root / "out"))
   script_accuracy = float(scripts.eval_blocks(str(root / "out" / "eval_results.txt"))[-1][
@@ -88,3 +91,27 @@ def test_fit_and_run_classifier_agree_step_for_step(tmp_path):
   assert len(script_losses) == STEPS and len(steps.losses) == STEPS
   np.testing.assert_allclose(steps.losses, script_losses, atol=1e-5, rtol=0)
   assert accuracy == script_accuracy
+  _assert_same_export(scripts.versioned_export(str(root / "export")),
+                      model.save_for_serving(root / "notebook_export", task_name="MRPC"),
+                      da, db)
+
+
+def _files(version_dir):
+  return sorted(os.path.relpath(os.path.join(d, f), version_dir)
+                for d, _, files in os.walk(version_dir) for f in files
+                if not f.startswith("variables.data"))
+
+
+def _assert_same_export(script_dir, notebook_dir, texts_a, texts_b):
+  assert _files(notebook_dir) == _files(script_dir)
+  script, notebook = tf.saved_model.load(script_dir), tf.saved_model.load(notebook_dir)
+  assert sorted(notebook.signatures) == sorted(script.signatures)
+  for name, signature in script.signatures.items():
+    other = notebook.signatures[name]
+    assert other.structured_input_signature == signature.structured_input_signature, name
+    assert other.structured_outputs.keys() == signature.structured_outputs.keys(), name
+  request = dict(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
+  want = script.signatures["serving_default"](**request)
+  got = notebook.signatures["serving_default"](**request)
+  np.testing.assert_allclose(got["probabilities"].numpy(), want["probabilities"].numpy(),
+                             atol=1e-5)

@@ -71,8 +71,8 @@ def test_fit_learns_on_lists_numpy_and_tf_data_and_sets_the_schedule(dirs):
   accuracy = model.evaluate(np.array(TEXTS), LABELS, verbose=0, return_dict=True)["accuracy"]
   data = tf.data.Dataset.from_tensor_slices((TEXTS, LABELS)).batch(4)
   assert model.evaluate(data, verbose=0, return_dict=True)["accuracy"] == accuracy
-  assert model.predict_labels(TEXTS[:2]) == model.label_list[:1] * 0 + [
-      model.label_list[int(i)] for i in np.argmax(model.predict(TEXTS[:2], verbose=0), -1)]
+  classes = np.argmax(model.predict(TEXTS[:2], verbose=0), -1)
+  assert model.predict_labels(TEXTS[:2], verbose=0) == [model.label_list[i] for i in classes]
 
 
 def test_pairs_and_regression(dirs):
@@ -110,8 +110,7 @@ def test_callbacks_checkpoint_early_stopping_backup(dirs, tmp_path):
       tf_keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))]
   history = model.fit(TEXTS, LABELS, batch_size=4, epochs=4, callbacks=callbacks, verbose=0)
   assert len(history.history["loss"]) == 2  # EarlyStopping: no 10.0 improvement
-  assert tf.train.latest_checkpoint(str(tmp_path)) is not None or os.path.exists(
-      str(tmp_path / "w.ckpt.index"))
+  assert os.path.exists(str(tmp_path / "w.ckpt.index"))
   restored = _model(dirs)
   restored.load_weights(str(tmp_path / "w.ckpt")).expect_partial()  # (no optimizer yet)
   np.testing.assert_allclose(restored.predict(TEXTS, verbose=0),

@@ -239,8 +239,17 @@ class TextClassifier(tf_keras.Model):
     return self.compute_metrics(x, y, y_pred, sample_weight)
 
   def _texts(self, x):
-    """x as the model's input: NumPy string columns, or a tf.data / tensors untouched."""
-    if isinstance(x, (tf.data.Dataset, tf.Tensor)) or x is None:
+    """x as the model's input: NumPy string columns, or a tf.data / tensors untouched (their
+    texts checked to be strings here: inside Keras' traced step the error would come wrapped)."""
+    if isinstance(x, (tf.data.Dataset, tf.Tensor)):
+      spec = x.element_spec if isinstance(x, tf.data.Dataset) else tf.TensorSpec.from_tensor(x)
+      texts = spec[0] if isinstance(spec, tuple) else spec  # (x, y[, weights]) or x
+      dtypes = {s.dtype for s in tf.nest.flatten(texts)}
+      if dtypes - {tf.string}:
+        raise AlbertTextError(f"texts: expected strings, got "
+                              f"{', '.join(sorted(d.name for d in dtypes - {tf.string}))} values")
+      return x
+    if x is None:
       return x
     if isinstance(x, dict):
       x = (x["text_a"], x["text_b"]) if "text_b" in x else x["text_a"]

@@ -96,6 +96,8 @@ def test_bad_input_is_one_clear_error(dirs, tmp_path):
     model.fit(["a", 3], [0, 1], verbose=0)
   with pytest.raises(AlbertError, match="single texts"):
     model.predict((TEXTS, TEXTS))
+  with pytest.raises(AlbertError, match="expected strings, got int32"):
+    model.predict(tf.data.Dataset.from_tensor_slices([1, 2]).batch(2), verbose=0)
   big = make_tiny_spm_model(tmp_path, vocab_size=1100, name="big")
   with pytest.raises(AlbertError, match="vocabulary has .* pieces but .* vocab_size=1000"):
     TextClassifier.from_pretrained(dirs[TARBALL], num_classes=2, spm_model_file=big)

@@ -10,6 +10,10 @@ Public API:
   from_pretrained     any ALBERT weights (official tarball, TF1/TF2 checkpoint, HF directory,
                       TF-Hub module) -> model, config, tokenizer, labels; `.predict(texts)`;
                       `model_type=` asks for a kind (a classifier, a SQuAD model, ...)
+  TextClassifier      raw text in, Keras compile/fit/evaluate/predict with run_classifier.py's
+                      recipe, save_for_serving / save_checkpoint (a training-layer name: it
+                      loads, as every name here, only when first used)
+  AlbertPreprocessor  strings (or pairs) -> input_ids/input_mask/segment_ids, a Keras layer
 """
 
 import importlib
@@ -24,6 +28,7 @@ __version__ = "0.1.0"
 # fast and small.
 _LAZY = {
     "AlbertEncoder": "albert_tf.networks.encoder",
+    "AlbertPreprocessor": "albert_tf.text.preprocessor",
     "AlbertPretrainer": "albert_tf.models.pretrainer",
     "from_pretrained": "albert_tf.pretrained",
     "init_from_checkpoint": "albert_tf.checkpoints.init",
@@ -31,6 +36,7 @@ _LAZY = {
     "save_hf_checkpoint": "albert_tf.checkpoints.hf.save",
     "load_tf1_checkpoint": "albert_tf.checkpoints.tf1",
     "save_tf1_checkpoint": "albert_tf.checkpoints.tf1",
+    "TextClassifier": "albert_tf.training.text_models",
 }
 
 __all__ = ["AlbertConfig", "AlbertError"] + sorted(_LAZY)

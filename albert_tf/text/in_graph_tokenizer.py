@@ -97,8 +97,9 @@ class PackingTokenizer(tf_keras.layers.Layer):
   def pack(self, ids_a, ids_b=None):
     """Ragged piece ids -> padded dict(input_ids, input_mask, segment_ids) int32 [batch, S]."""
     ids_a, ids_b = packing.fit_classifier_ids(ids_a, ids_b, self.max_seq_length)
+    # A pair whose B has no pieces is one segment, as the official feature writer packs it.
     return packing.pack_ids(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id,
-                            self.pad_id)
+                            self.pad_id, sep_after_empty_b=False)
 
   def get_config(self):
     config = super().get_config()

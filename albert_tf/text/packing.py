@@ -5,7 +5,8 @@ Both forms live here so that the TFRecords written for training and the raw-text
 export pack text the same way:
   classifier (GLUE)  one segment keeps its first max_seq_length - 2 tokens; a pair is cut one
                      token at a time from the end of the longer segment (B on ties) until it
-                     fits max_seq_length - 3 (official `_truncate_seq_pair`).
+                     fits max_seq_length - 3 (official `_truncate_seq_pair`); a text B
+                     without pieces is no segment at all (the official `if tokens_b:`).
   RACE choice        the question+option keeps its *last* max_qa_length tokens and the context
                      its first max_seq_length - 3 - len(question+option) (official race_utils).
 Segment ids are 0 for [CLS] A [SEP] and 1 for B [SEP]; padding is id 0 with mask 0.
@@ -129,8 +130,11 @@ def fit_classifier_ids(ids_a, ids_b, max_seq_length):
   len_a = ids_a.row_lengths()
   if ids_b is None:
     return truncate_rows(ids_a, tf.minimum(len_a, max_seq_length - 2)), None
+  len_b = ids_b.row_lengths()
   new_a, new_b = classifier_truncation_lengths(
-      len_a, ids_b.row_lengths(), tf.constant(max_seq_length - 3, len_a.dtype))
+      len_a, len_b, tf.constant(max_seq_length - 3, len_a.dtype))
+  # A B without pieces is no second segment (official `if tokens_b:`): A keeps max - 2.
+  new_a = tf.where(len_b > 0, new_a, tf.minimum(len_a, max_seq_length - 2))
   return truncate_rows(ids_a, new_a), truncate_rows(ids_b, new_b)
 
 
@@ -147,7 +151,7 @@ def _column(value, batch):
   return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(value, tf.int32)))
 
 
-def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, pad_id=0):
+def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, pad_id=0, sep_after_empty_b=True):
   """`pack_tokens` in graph, padded: fitted ragged ids -> dense encoder inputs.
 
   Args:
@@ -155,6 +159,8 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, pad_id=0):
       None for single segments.
     max_seq_length: S, the padded length.
     cls_id, sep_id, pad_id: the special ids.
+    sep_after_empty_b: False for classifier pairs: a row whose B is empty ends after A's [SEP]
+      (the official feature writer's `if tokens_b:`); RACE always writes B's [SEP].
   Returns:
     dict of int32 [batch, S]: input_ids, input_mask, segment_ids.
   """
@@ -163,7 +169,12 @@ def pack_ids(ids_a, ids_b, max_seq_length, cls_id, sep_id, pad_id=0):
   parts = [cls, tf.cast(ids_a, tf.int32), sep]
   segments = [tf.zeros_like(p) for p in parts]
   if ids_b is not None:
-    parts += [tf.cast(ids_b, tf.int32), sep]
+    sep_b = sep
+    if not sep_after_empty_b:
+      has_b = tf.cast(ids_b.row_lengths() > 0, tf.int64)
+      sep_b = tf.RaggedTensor.from_row_lengths(
+          tf.fill(tf.reshape(tf.reduce_sum(has_b), [1]), tf.constant(sep_id, tf.int32)), has_b)
+    parts += [tf.cast(ids_b, tf.int32), sep_b]
     segments += [tf.ones_like(p) for p in parts[3:]]
   input_ids = tf.concat(parts, axis=1)
   shape = [None, max_seq_length]

@@ -208,6 +208,18 @@ RULES = [
     Rule("from_pretrained_snippet", r'from_pretrained\("out/mnli/model\.ckpt-best"',
          after=["glue_mnli"], stdout=r"'labels': \['(entailment|neutral|contradiction)'\], "
          r"'probabilities': array\(\[\[[^\]]*\]\], dtype=float32\)"),
+    # docs/python_api.md's notebook: fit on raw text, the scripts' export and checkpoint.
+    Rule("text_classifier_snippet", r'TextClassifier\.from_pretrained\("albert_base", '
+         r'num_classes=2,\s+label_list=', produces=["export/notebook/*/saved_model.pb",
+                                                    "out/notebook/model.ckpt-best.index",
+                                                    "out/notebook/label_list.json"],
+         stdout=r"'accuracy': [\d.]+\}(?s:.*)\(1, 2\)(?s:.*)\['(positive|negative)'\]\n(?s:.*)"
+         r"'labels': \['(positive|negative)'\]"),
+    Rule("text_pair_snippet", r"text_pair=True,\s+sequence_length=64\)",
+         stdout=r"\(1, 1\)\n$"),
+    Rule("gradient_tape_snippet", r"with tf\.GradientTape\(\) as tape:\n.*model\.classifier",
+         stdout=r"^\d+\.\d+\n$"),
+    Rule("mirrored_fit_snippet", r"MirroredStrategy\(\)(?s:.*)TextClassifier"),
     Rule("convert_tf1_to_tf2", r"convert .*--input_checkpoint=albert_base/model\.ckpt-best "
          r".*--output_checkpoint=albert_base_tf2/ckpt",
          produces=["albert_base_tf2/checkpoint", "albert_base_tf2/ckpt*.index"]),

@@ -42,7 +42,7 @@ def test_same_ids_as_python_tokenizer(models, name, lower):
 def _reference_pack(ids_a, ids_b, max_seq_length):
   """The official classifier packing, written plainly: pop from the longer (B on ties)."""
   a, b = list(ids_a), list(ids_b) if ids_b is not None else None
-  if b is None:
+  if not b:  # official: a B without tokens is no segment (`if tokens_b:`)
     a = a[:max_seq_length - 2]
     ids = [2] + a + [3]
     segments = [0] * len(ids)

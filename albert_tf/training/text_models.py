@@ -1,0 +1,366 @@
+"""Keras models of raw text for notebooks: `TextClassifier` (text or pair classification and
+regression), the preprocessor inside, `compile()`/`fit()` with the scripts' recipe.
+
+  model = albert_tf.TextClassifier.from_pretrained("albert_base", num_classes=2)
+  model.compile()                       # AdamW, warm-up + linear decay, clipping at 1.0
+  model.fit(texts, labels, epochs=2, batch_size=32)
+  model.predict(texts)                  # logits [N, num_classes]
+  model.save_for_serving("export/")     # the SavedModel run_classifier.py --export_dir writes
+  model.save_checkpoint("out/model.ckpt-best")   # official TF1 layout; from_pretrained reads it
+
+What is the scripts' and what is Keras': the classifier is the scripts' AlbertClassifier (same
+variables, official names), its inputs come from an AlbertPreprocessor (the scripts' ids), the
+default optimizer is `optimizer.create_optimizer` (run_classifier.py's AdamW with the official
+weight-decay exclusions, or LAMB) with gradients clipped to global norm 1.0 after the replicas'
+sum, as the trainer does, and the loss is the mean softmax cross-entropy (squared error for
+regression) over the global batch, as the task's. Everything else (the loop, callbacks,
+`strategy.scope()`, any optimizer, loss or metric) is Keras'.
+"""
+
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import pretrained as pretrained_lib
+from albert_tf.checkpoints import tf1
+from albert_tf.common import fileio, kinds, output_layout, task_labels
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import AlbertError
+from albert_tf.export import export_classifier
+from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.text.preprocessor import AlbertPreprocessor
+from albert_tf.text.tokenization import check_vocabulary_fits
+from albert_tf.training import optimizer as optimizer_lib
+
+# run_classifier.py's defaults (its flags): the recipe compile() reproduces.
+DEFAULT_LEARNING_RATE = 5e-5
+CLIP_NORM = 1.0
+
+
+class AlbertTextError(AlbertError, TypeError):
+  """Texts that are not strings, or one text where a pair model needs two."""
+
+
+def _as_text_column(texts, what):
+  """A list / NumPy array / pandas column of strings -> NumPy object array [N]."""
+  if isinstance(texts, str):
+    texts = [texts]
+  values = np.asarray(list(texts) if not isinstance(texts, np.ndarray) else texts, dtype=object)
+  values = values.reshape(-1)
+  bad = [i for i, v in enumerate(values) if not isinstance(v, (str, bytes))]
+  if bad:
+    raise AlbertTextError(f"{what}: expected strings, got {type(values[bad[0]]).__name__} "
+                          f"at index {bad[0]}")
+  return values
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class TextClassifier(tf_keras.Model):
+  """Raw text in, logits out: AlbertPreprocessor + AlbertClassifier.
+
+  Inputs: texts tf.string [batch] (text_pair=False), or a pair (text_a, text_b) of [batch].
+  Output: float32 logits [batch, num_classes] (regression: the score, [batch, 1]).
+
+  Attributes:
+    preprocessor: the AlbertPreprocessor (usable alone, e.g. in a tf.data map).
+    classifier: the AlbertClassifier on token ids (what the scripts train, export and save).
+    label_list: the class names (None for regression).
+  """
+
+  def __init__(self, config, num_classes, spm_model_file, sequence_length=128,
+               text_pair=False, is_regression=False, label_list=None, do_lower_case=True,
+               dropout_rate=0.1, **kwargs):
+    kwargs.setdefault("name", "text_classifier")
+    super().__init__(**kwargs)
+    config = config if isinstance(config, AlbertConfig) else AlbertConfig.from_dict(config)
+    if is_regression:
+      num_classes, label_list = 1, None
+    elif label_list is not None and len(label_list) != num_classes:
+      raise AlbertError(f"label_list has {len(label_list)} names for num_classes={num_classes}")
+    self.preprocessor = AlbertPreprocessor(spm_model_file, sequence_length=sequence_length,
+                                           do_lower_case=do_lower_case)
+    if sequence_length > config.max_position_embeddings:
+      raise AlbertError(f"sequence_length={sequence_length}: the model has "
+                        f"{config.max_position_embeddings} positions (max_position_embeddings)")
+    # The vocabulary must be the checkpoint's: more pieces than embedding rows is another model's.
+    check_vocabulary_fits(self.preprocessor._py_tokenizer, config)  # pylint: disable=protected-access
+    self.classifier = AlbertClassifier(config, num_classes=num_classes,
+                                       is_regression=is_regression, dropout_rate=dropout_rate)
+    self.text_pair = bool(text_pair)
+    self.label_list = (list(label_list) if label_list is not None
+                       else None if is_regression else [str(i) for i in range(num_classes)])
+    self._recipe = None  # compile()'s official optimizer while its number of steps is open
+
+  @property
+  def config(self):
+    return self.classifier.config
+
+  @property
+  def num_classes(self):
+    return self.classifier.num_classes
+
+  @property
+  def is_regression(self):
+    return self.classifier.is_regression
+
+  # ------------------------------------------------------------------ loading
+  @classmethod
+  def from_pretrained(cls, path, num_classes=None, label_list=None, sequence_length=128,
+                      text_pair=False, is_regression=False, dropout_rate=0.1, seed=None,
+                      albert_config_file=None, spm_model_file=None, do_lower_case=None):
+    """A TextClassifier on the weights at `path` (anything albert_tf.from_pretrained reads).
+
+    A pretrained encoder gets a new head (num_classes, or len(label_list); is_regression: one
+    score), initialised as run_classifier.py does (truncated normal 0.02, seeded by `seed`
+    when given); a fine-tuned classifier keeps its head and class names.
+    """
+    loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
+                                            spm_model_file=spm_model_file,
+                                            do_lower_case=do_lower_case)
+    if loaded.tokenizer is None:
+      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+    fine_tuned = loaded.model_type in (kinds.CLASSIFIER, kinds.REGRESSION)
+    if fine_tuned:
+      is_regression = loaded.model_type == kinds.REGRESSION
+      label_list = label_list or loaded.label_list
+      num_classes = num_classes or loaded.model.num_classes
+      if num_classes != loaded.model.num_classes:
+        raise AlbertError(f"{path}: its head has {loaded.model.num_classes} classes, not "
+                          f"num_classes={num_classes}")
+    elif is_regression:
+      num_classes = 1
+    else:
+      num_classes = num_classes or (len(label_list) if label_list else None)
+      if not num_classes or num_classes < 2:
+        raise AlbertError(f"num_classes={num_classes}: a classifier needs 2 or more classes "
+                          "(is_regression=True for one score)")
+    if seed is not None:
+      tf_keras.utils.set_random_seed(int(seed))  # the head's initial weights, then dropout
+    model = cls(loaded.config, num_classes, loaded.tokenizer.spm_model_file,
+                sequence_length=sequence_length, text_pair=text_pair,
+                is_regression=is_regression, label_list=label_list,
+                do_lower_case=loaded.tokenizer.do_lower_case, dropout_rate=dropout_rate)
+    source = loaded.model if fine_tuned else loaded.model.encoder
+    target = model.classifier if fine_tuned else model.classifier.encoder
+    target.set_weights(source.get_weights())
+    return model
+
+  # ------------------------------------------------------------------ the forward pass
+  def preprocess(self, inputs):
+    """Texts (or a pair) -> the classifier's int32 [batch, sequence_length] inputs."""
+    if isinstance(inputs, dict):
+      inputs = (inputs["text_a"], inputs["text_b"]) if "text_b" in inputs else inputs["text_a"]
+    pair = isinstance(inputs, (tuple, list)) and len(inputs) == 2
+    if self.text_pair and not pair:
+      raise AlbertTextError("this model classifies text pairs: call it with (texts_a, texts_b)")
+    if not self.text_pair and isinstance(inputs, (tuple, list)):
+      raise AlbertTextError(f"this model classifies single texts, got {len(inputs)} inputs "
+                            "(text_pair=True for pairs)")
+    return self.preprocessor(tuple(inputs) if pair else inputs)
+
+  def call(self, inputs, training=None):
+    return self.classifier(self.preprocess(inputs), training=training)["logits"]
+
+  # ------------------------------------------------------------------ the recipe
+  def compile(self, optimizer="adamw", loss=None, metrics=None, learning_rate=None,
+              num_train_steps=None, num_warmup_steps=0, weight_decay_rate=0.01, **kwargs):
+    """Keras' compile with run_classifier.py's recipe as the defaults.
+
+    Args:
+      optimizer: "adamw" (run_classifier.py's default) or "lamb": the official optimizer with
+        the official weight-decay exclusions, warm-up over num_warmup_steps then linear decay to
+        0 at num_train_steps, gradients clipped to global norm 1.0; or any Keras optimizer.
+      loss: default: mean softmax cross-entropy on the logits (regression: squared error).
+      metrics: default: accuracy (regression: MSE).
+      learning_rate: the peak rate of "adamw"/"lamb" (default 5e-5, run_classifier.py's).
+      num_train_steps: the schedule's length; None: fit() sets it (epochs x steps per epoch).
+      num_warmup_steps, weight_decay_rate: as run_classifier.py's --warmup_step and the
+        official 0.01.
+    """
+    if loss is None:
+      loss = (tf_keras.losses.MeanSquaredError() if self.is_regression
+              else tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    if metrics is None:
+      metrics = ([tf_keras.metrics.MeanSquaredError(name="MSE")] if self.is_regression
+                 else [tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+    self._recipe = None
+    if isinstance(optimizer, str) and optimizer.lower() in optimizer_lib.OPTIMIZERS:
+      recipe = dict(name=optimizer.lower(),
+                    learning_rate=DEFAULT_LEARNING_RATE if learning_rate is None
+                    else learning_rate,
+                    num_warmup_steps=num_warmup_steps, weight_decay_rate=weight_decay_rate)
+      optimizer = self._official_optimizer(recipe, num_train_steps or 1)
+      if num_train_steps is None:
+        self._recipe = recipe
+    elif learning_rate is not None or num_train_steps is not None:
+      raise AlbertError("learning_rate= and num_train_steps= set compile()'s own optimizer "
+                        "(\"adamw\" or \"lamb\"); give yours its own schedule")
+    self._compile_args = dict(loss=loss, metrics=metrics, **kwargs)
+    self._bind(optimizer)
+    super().compile(optimizer=optimizer, **self._compile_args)
+
+  def _official_optimizer(self, recipe, num_train_steps):
+    optimizer = optimizer_lib.create_optimizer(
+        recipe["name"], recipe["learning_rate"], num_train_steps,
+        num_warmup_steps=recipe["num_warmup_steps"],
+        weight_decay_rate=recipe["weight_decay_rate"])
+    # Clipped after the replicas' gradients are summed (Keras aggregates first), as the trainer.
+    optimizer.global_clipnorm = CLIP_NORM
+    return optimizer
+
+  def _bind(self, optimizer):
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if hasattr(inner, "bind_model"):  # weight decay decided on the official variable names
+      inner.bind_model(self.classifier)
+
+  # ------------------------------------------------------------------ Keras' loops
+  def train_step(self, data):
+    """Keras' step, with the trainer's gradients: dense before they are clipped.
+
+    The embedding tables' gradients are IndexedSlices, one row per token of the batch; their
+    global norm counts a token seen twice as two rows instead of one summed row, so Keras
+    would clip them differently from the scripts (the trainer clips dense gradients)."""
+    x, y, sample_weight = tf_keras.utils.unpack_x_y_sample_weight(data)
+    optimizer = self.optimizer
+    loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
+    with tf.GradientTape() as tape:
+      y_pred = self(x, training=True)
+      loss = self.compute_loss(x, y, y_pred, sample_weight)
+      scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
+    variables = self.trainable_variables
+    grads = tape.gradient(scaled, variables)
+    if loss_scaling:
+      grads = optimizer.get_unscaled_gradients(grads)
+    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+    optimizer.apply_gradients(zip(grads, variables))
+    return self.compute_metrics(x, y, y_pred, sample_weight)
+
+  def _texts(self, x):
+    """x as the model's input: NumPy string columns, or a tf.data / tensors untouched (their
+    texts checked to be strings here: inside Keras' traced step the error would come wrapped)."""
+    if isinstance(x, (tf.data.Dataset, tf.Tensor)):
+      spec = x.element_spec if isinstance(x, tf.data.Dataset) else tf.TensorSpec.from_tensor(x)
+      texts = spec[0] if isinstance(spec, tuple) else spec  # (x, y[, weights]) or x
+      dtypes = {s.dtype for s in tf.nest.flatten(texts)}
+      if dtypes - {tf.string}:
+        raise AlbertTextError(f"texts: expected strings, got "
+                              f"{', '.join(sorted(d.name for d in dtypes - {tf.string}))} values")
+      return x
+    if x is None:
+      return x
+    if isinstance(x, dict):
+      x = (x["text_a"], x["text_b"]) if "text_b" in x else x["text_a"]
+    if self.text_pair:
+      if not (isinstance(x, (tuple, list)) and len(x) == 2
+              and not isinstance(x[0], str) and not isinstance(x[1], str)):
+        raise AlbertTextError("this model classifies text pairs: pass x=(texts_a, texts_b)")
+      a, b = _as_text_column(x[0], "texts_a"), _as_text_column(x[1], "texts_b")
+      if len(a) != len(b):
+        raise AlbertError(f"{len(a)} texts_a but {len(b)} texts_b")
+      return (a, b)
+    if isinstance(x, tuple) or (isinstance(x, list) and x and not isinstance(x[0], str)
+                                and np.ndim(x[0]) > 0):
+      raise AlbertTextError("this model classifies single texts, got a pair or columns "
+                            "(text_pair=True for pairs)")
+    return _as_text_column(x, "texts")
+
+  def _labels(self, y):
+    """y checked against the head: integer classes in [0, num_classes) (floats: regression)."""
+    if y is None or isinstance(y, (tf.data.Dataset, tf.Tensor)):
+      return y
+    values = np.asarray(y)
+    if self.is_regression:
+      if not np.issubdtype(values.dtype, np.number):
+        raise AlbertError(f"regression labels: expected numbers, got {values.dtype}")
+      return values.astype(np.float32)
+    if values.dtype.kind not in "iu" and not (values.dtype.kind == "f"
+                                              and np.all(values == np.round(values))):
+      raise AlbertError(f"labels: expected class indices 0..{self.num_classes - 1}, got "
+                        f"{values.dtype} values")
+    outside = values[(values < 0) | (values >= self.num_classes)]
+    if outside.size:
+      raise AlbertError(f"labels: {outside.flat[0]} is outside num_classes={self.num_classes} "
+                        f"(expected 0..{self.num_classes - 1})")
+    return values.astype(np.int32)
+
+  def _schedule_steps(self, x, epochs, batch_size, steps_per_epoch, initial_epoch):
+    """The number of updates fit() will run, for compile()'s open schedule."""
+    if steps_per_epoch is None:
+      if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        if count < 0:
+          raise AlbertError("fit(): the dataset's length is unknown; pass steps_per_epoch= or "
+                            "compile(num_train_steps=...)")
+        steps_per_epoch = count
+      else:
+        rows = len(x[0]) if isinstance(x, tuple) else len(x)
+        steps_per_epoch = math.ceil(rows / (batch_size or 32))
+    return max(1, steps_per_epoch * (epochs - initial_epoch))
+
+  def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None,
+          initial_epoch=0, **kwargs):
+    """Keras' fit on texts (lists, NumPy arrays, pandas columns) or a tf.data of texts; the
+    labels are checked against num_classes first."""
+    x, y = self._texts(x), self._labels(y)
+    if self._recipe is not None:  # compile() left the number of steps to fit()
+      steps = self._schedule_steps(x, epochs, batch_size, steps_per_epoch, initial_epoch)
+      optimizer = self._official_optimizer(self._recipe, steps)
+      self._recipe = None
+      self._bind(optimizer)
+      super().compile(optimizer=optimizer, **self._compile_args)
+    return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                       steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch, **kwargs)
+
+  def evaluate(self, x=None, y=None, **kwargs):
+    return super().evaluate(self._texts(x), self._labels(y), **kwargs)
+
+  def predict(self, x, **kwargs):
+    return super().predict(self._texts(x), **kwargs)
+
+  def predict_labels(self, x, **kwargs):
+    """The class names (regression: the scores) of texts: a list of N."""
+    logits = self.predict(x, **kwargs)
+    if self.is_regression:
+      return [float(v) for v in logits[:, 0]]
+    return [self.label_list[i] for i in np.argmax(logits, axis=-1)]
+
+  # ------------------------------------------------------------------ saving
+  def save_for_serving(self, export_dir, precision="fp32", task_name=None):
+    """Writes the TF Serving SavedModel run_classifier.py --export_dir writes (raw-text,
+    token-id and tf.Example signatures, warm-up records) as `<export_dir>/<version>/`.
+    Returns the version directory."""
+    p = self.preprocessor
+    return export_classifier(self.classifier, os.fspath(export_dir),
+                             label_list=self.label_list or [],
+                             max_seq_length=p.sequence_length, spm_model_file=p.spm_model_file,
+                             do_lower_case=p.do_lower_case, task_name=task_name,
+                             text_pair=self.text_pair, precision=precision)
+
+  def save_checkpoint(self, path):
+    """Writes the classifier in the official TF1 layout at the prefix `path`, with
+    albert_config.json, 30k-clean.model and label_list.json beside it, so that
+    `from_pretrained(path)` (and TextClassifier.from_pretrained) read it back."""
+    path = os.fspath(path)
+    directory = os.path.dirname(path) or "."
+    fileio.makedirs(directory)
+    tf1.save_tf1_checkpoint(self.classifier, path)
+    fileio.write_text(os.path.join(directory, output_layout.ALBERT_CONFIG),
+                      self.config.to_json_string())
+    spm_copy = os.path.join(directory, output_layout.SPM_MODEL)
+    if os.path.abspath(spm_copy) != os.path.abspath(self.preprocessor.spm_model_file):
+      fileio.copy(self.preprocessor.spm_model_file, spm_copy)
+    problem_type = task_labels.REGRESSION if self.is_regression else task_labels.SINGLE_LABEL
+    fileio.write_json(os.path.join(directory, output_layout.LABEL_LIST),
+                      {"problem_type": problem_type, "labels": self.label_list or []})
+    return path
+
+  def get_config(self):
+    p = self.preprocessor
+    return {"config": self.config.to_dict(), "num_classes": self.num_classes,
+            "spm_model_file": p.spm_model_file, "sequence_length": p.sequence_length,
+            "text_pair": self.text_pair, "is_regression": self.is_regression,
+            "label_list": self.label_list, "do_lower_case": p.do_lower_case,
+            "dropout_rate": self.classifier.dropout_rate, "name": self.name}

@@ -10,19 +10,21 @@ import os
 THREADS = 2  # every framework gets the same two intra-op threads
 
 
-def load_hf_classifier(hf_dir, attention=None):
-  """transformers' AlbertForSequenceClassification from our converted directory, eval mode
-  (attention: transformers' attn_implementation; None = its default, "sdpa")."""
+def load_hf_classifier(hf_dir, attention=None, architecture="AlbertForSequenceClassification"):
+  """transformers' `architecture` (a class name of transformers, e.g.
+  AlbertForTokenClassification) from our converted directory, eval mode (attention:
+  transformers' attn_implementation; None = its default, "sdpa")."""
   import torch  # pylint: disable=g-import-not-at-top
-  from transformers import AlbertForSequenceClassification  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
   torch.set_num_threads(THREADS)
   kwargs = {"attn_implementation": attention} if attention else {}
-  model = AlbertForSequenceClassification.from_pretrained(hf_dir, **kwargs)
+  model = getattr(transformers, architecture).from_pretrained(hf_dir, **kwargs)
   return model.eval()
 
 
-def hf_call(model, ids, mask, segments, bf16=False):
-  """A serving call: numpy int32 [batch, seq] x3 -> probabilities [batch, classes].
+def hf_call(model, ids, mask, segments, bf16=False, logits=False):
+  """A serving call: numpy int32 [batch, seq] x3 -> probabilities [batch, classes] (logits: the
+  logits, any shape, e.g. a token classifier's [batch, seq, classes]).
 
   bf16: under torch.autocast("cpu", bfloat16), as a torch user serves at bf16 (matmuls in
   bfloat16, softmax/LayerNorm in float32; the weights stay float32)."""
@@ -32,7 +34,8 @@ def hf_call(model, ids, mask, segments, bf16=False):
 
   def call():
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-      return torch.softmax(model(**feed).logits.float(), -1).numpy()
+      out = model(**feed).logits.float()
+      return (out if logits else torch.softmax(out, -1)).numpy()
   return call
 
 
@@ -82,8 +85,9 @@ def onnx_variants(onnx_path, hidden_size, num_heads):
   return variants, failures
 
 
-def ort_call(model_file, ids, mask, segments):
-  """An ONNX Runtime session (all graph optimizations, THREADS intra-op threads) -> call()."""
+def ort_call(model_file, ids, mask, segments, logits=False):
+  """An ONNX Runtime session (all graph optimizations, THREADS intra-op threads) -> call() ->
+  probabilities over the last axis (logits: the graph's logits)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import onnxruntime as ort  # pylint: disable=g-import-not-at-top
   options = ort.SessionOptions()
@@ -95,8 +99,10 @@ def ort_call(model_file, ids, mask, segments):
           "token_type_ids": segments.astype(np.int64)}
 
   def call():
-    logits = session.run(["logits"], feed)[0]
-    e = np.exp(logits - logits.max(-1, keepdims=True))
+    out = session.run(["logits"], feed)[0]
+    if logits:
+      return out
+    e = np.exp(out - out.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
   return call
 

@@ -332,6 +332,14 @@ def ner_configs(f=FLAGS):
   from albert_tf.tasks.token_classification import (  # lazy: TensorFlow, after the flags
       TokenClassificationConfig, tag_list_path)
   values = sentence_task_values(model_source(f), f)
+  if f.export_dir and not values["spm_model_file"]:
+    # Refused before training, not after it: the export's serving_default maps entities to
+    # character offsets of the raw text through the tokenizer's words; the in-graph WordPiece
+    # tokenizer lower-cases, deletes and splits characters without keeping their offsets.
+    raise AlbertError(f"--export_dir={f.export_dir}: a token classifier of a WordPiece model "
+                      "(--vocab_file without --spm_model_file, e.g. the Chinese ALBERTs) cannot "
+                      "be exported yet (its raw-text signature needs SentencePiece); train, eval "
+                      "and predict work: leave --export_dir out")
   values.update(data_dir=f.data_dir or "", bucket_boundaries=None)
   task_config = TokenClassificationConfig(
       labels=f.labels, tag_scheme=f.tag_scheme, doc_stride=f.doc_stride,

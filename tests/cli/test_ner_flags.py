@@ -47,3 +47,13 @@ def test_files_from_data_dir_or_named(tmp_path):
     finetuning_flags._ner_files(_flags(data_dir=str(tmp_path), do_predict=True))
   with pytest.raises(AlbertError, match=r"^--do_eval needs --dev_file$"):
     finetuning_flags._ner_files(_flags(do_eval=True))
+
+
+def test_export_of_a_wordpiece_model_is_refused_before_training(monkeypatch):
+  monkeypatch.setattr(finetuning_flags, "model_source", lambda f: None)
+  monkeypatch.setattr(finetuning_flags, "sentence_task_values",
+                      lambda source, f: {"spm_model_file": None, "vocab_file": "vocab.txt"})
+  monkeypatch.setattr(finetuning_flags, "step_job_config", lambda f: None)
+  with pytest.raises(AlbertError, match=r"^--export_dir=out/ner: a token classifier of a "
+                                        r"WordPiece model .* cannot be exported yet"):
+    finetuning_flags.ner_configs(_flags(do_train=True, train_file="t.txt", export_dir="out/ner"))

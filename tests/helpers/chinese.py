@@ -60,3 +60,27 @@ def write_corpus(path):
   """A pretraining corpus: documents of one sentence per line, blank lines between."""
   return write_file(path, "\n\n".join(
       "\n".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(4)) + "\n")
+
+
+# Chinese NER sentences: (text, [(entity, type)]), every entity a substring of its text.
+NER_SENTENCES = [("他们在北京学习中文。", [("北京", "LOC")]),
+                 ("中国的首都是北京。", [("中国", "LOC"), ("北京", "LOC")]),
+                 ("上海是中国最大的城市。", [("上海", "LOC"), ("中国", "LOC")]),
+                 ("我们在学校学习。", [("学校", "ORG")])]
+
+
+def write_conll_ner(data_dir):
+  """Chinese NER in CoNLL columns as the Chinese NER corpora (MSRA, People's Daily) ship it:
+  one character per line with its BIO tag, a blank line between sentences; train/dev/test.txt
+  (the same sentences). Returns data_dir."""
+  sentences = []
+  for text, entities in NER_SENTENCES:
+    tags = ["O"] * len(text)
+    for entity, kind in entities:
+      start = text.index(entity)
+      tags[start:start + len(entity)] = [f"B-{kind}"] + [f"I-{kind}"] * (len(entity) - 1)
+    sentences.append(list(zip(text, tags)))
+  body = "\n\n".join("\n".join(f"{c} {t}" for c, t in s) for s in sentences) + "\n"
+  for split in ("train", "dev", "test"):
+    write_file(os.path.join(data_dir, f"{split}.txt"), body)
+  return os.fspath(data_dir)

@@ -13,9 +13,12 @@ HF conversion (vocab.txt, BertTokenizer) through every script with a WordPiece v
   * export_savedmodel.py --albert_directory=<albert_tiny_zh> --with_preprocessor: the TF Hub
     encoder names vocab.txt in tokenization_info, the preprocessor gives the Python ids;
   * create_pretraining_data.py --vocab_file (the official WordPiece path), then
-    run_pretraining.py on its records from the directory.
+    run_pretraining.py on its records from the directory;
+  * run_ner.py on Chinese NER in CoNLL columns (one character per line), --vocab_file alone:
+    train, eval, predict (its --export_dir is refused for WordPiece models:
+    tests/cli/test_ner_flags.py).
 
-Six script runs, two at a time, started by one module-scoped fixture.
+Seven script runs, two at a time, started by one module-scoped fixture.
 """
 
 import concurrent.futures
@@ -36,7 +39,7 @@ SEQ = 32
 
 
 def _runs(root, dirs):
-  """The five script runs (two at a time); {name: (proc, paths)}."""
+  """The script runs (two at a time); {name: proc}."""
   zh, hf = dirs[model_dirs.ZH], dirs[model_dirs.ZH_HF]
   vocab = os.path.join(zh, "vocab_chinese.txt")
   official = [f"--albert_config_file={zh}/albert_config.json",
@@ -69,6 +72,11 @@ def _runs(root, dirs):
       "hub_export": ("export_savedmodel.py", [
           f"--albert_directory={zh}", "--export_path=zh_hub", "--with_preprocessor",
           "--preprocessor_seq_length=16"]),
+      "ner": ("run_ner.py", official + common + [
+          f"--data_dir={chinese.write_conll_ner(root / 'ner')}",
+          "--output_dir=ner_out", "--max_seq_length=16", "--train_step=4", "--warmup_step=1",
+          "--train_batch_size=2", "--eval_batch_size=2", "--predict_batch_size=2", "--do_train",
+          "--do_eval", "--do_predict"]),
       "pretraining_data": ("create_pretraining_data.py", [
           f"--input_file={corpus}", "--output_file=pretraining.tfrecord",
           f"--vocab_file={vocab}", "--do_lower_case", "--max_seq_length=24",
@@ -103,7 +111,7 @@ def zh_runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", ["classifier", "squad", "race", "hub_export",
-                                  "pretraining_data"])
+                                  "pretraining_data", "ner"])
 def test_each_script_runs_with_the_wordpiece_vocabulary_alone(zh_runs, name):
   _, _, _, procs = zh_runs
   assert procs[name].returncode == 0, scripts.describe(procs[name])
@@ -183,3 +191,17 @@ def test_tf_hub_export_of_the_directory_tokenizes_as_python(zh_runs):
   expected = [tok.cls_id] + tok.encode(text) + [tok.sep_id]
   got = preprocessor(tf.constant([text]))["input_word_ids"].numpy()[0].tolist()
   assert got == expected + [0] * (16 - len(expected))
+
+
+def test_ner_tags_every_chinese_character_of_the_test_file(zh_runs):
+  root, _, _, procs = zh_runs
+  assert procs["ner"].returncode == 0, scripts.describe(procs["ner"])
+  assert "eval_f1" in (root / "ner_out" / "eval_results.txt").read_text(encoding="utf-8")
+  with open(root / "ner_out" / "tag_list.json", encoding="utf-8") as f:
+    tags = set(json.load(f)["labels"])
+  assert tags == {"O", "B-LOC", "I-LOC", "B-ORG", "I-ORG"}
+  blocks = (root / "ner_out" / "test_predictions.txt").read_text(encoding="utf-8").strip()
+  rows = [[line.split() for line in block.splitlines()] for block in blocks.split("\n\n")]
+  # The test file's own lines (character, gold tag) with the predicted tag as a last column.
+  assert [[r[0] for r in block] for block in rows] == [list(t) for t, _ in chinese.NER_SENTENCES]
+  assert all(len(r) == 3 and r[2] in tags for block in rows for r in block)

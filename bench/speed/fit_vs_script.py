@@ -158,7 +158,7 @@ def compare(name, config, work_dir):
            "ms_per_step_by_round": {k: [round(t, 2) for t in v] for k, v in times.items()}}
   for key, values in times.items():
     entry[key] = {**{k: round(v, 2) for k, v in common.summarize(values).items()},
-                  "steps_per_second": round(1000 / statistics.median(values), 3)}
+                  "steps_per_second": round(1000 / statistics.median(values), 5)}
   entry["fit_steady_over_script"] = round(
       common.paired_ratio(times["fit_steady"], times["script"]), 3)
   entry["fit_call_over_script"] = round(

@@ -1,8 +1,8 @@
 """Times TextClassifier.fit() against run_classifier.py's training step on the same shape.
 
 Both sides train the same model (a pair classifier of the quickstart's config, and of
-ALBERT-base with --models=albert_base) on the same 32 text pairs packed to 128 pieces, with run_classifier.py's recipe:
-AdamW 5e-5 with the official weight-decay exclusions, warm-up + linear decay, clipping at 1.0,
+ALBERT-base with --models=albert_base) on the same 32 text pairs packed to 128 pieces, with
+run_classifier.py's recipe: AdamW 5e-5 with the official weight-decay exclusions, warm-up + linear decay, clipping at 1.0,
 head dropout 0.1, no XLA.
 
   fit      TextClassifier.fit() on a tf.data of the raw strings (the preprocessor runs in the

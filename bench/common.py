@@ -104,7 +104,6 @@ def build_our_pretraining_step(config, features, labels, batch, seq_length, num_
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from albert_tf.tasks import pretraining as pretraining_task  # pylint: disable=g-import-not-at-top
   from albert_tf.training import optimizer as opt_lib  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
 
   class InMemoryPretraining(pretraining_task.PretrainingTask):
 
@@ -113,11 +112,17 @@ def build_our_pretraining_step(config, features, labels, batch, seq_length, num_
 
   task = InMemoryPretraining(pretraining_task.PretrainingConfig(
       config, max_seq_length=seq_length, max_predictions_per_seq=num_predictions))
-  trainer = trainer_lib.Trainer(
-      task, None, None,
-      optimizer_fn=lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10), **trainer_kwargs)
-  # The Trainer's own compiled loop, without its checkpointing and logging around it: the
-  # bench times the steps alone.
+  return build_trainer_loop(
+      task, batch, lambda: opt_lib.create_optimizer("lamb", 1e-4, 1000, 10), **trainer_kwargs)
+
+
+def build_trainer_loop(task, batch, optimizer_fn, **trainer_kwargs):
+  """The Trainer's own compiled train loop for `task` (whose build_inputs gives the batches),
+  without its checkpointing and logging around it: a bench times the steps alone.
+  Returns (run, trainer): run(steps) trains `steps` steps in one call, returns the loss."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import trainer as trainer_lib  # pylint: disable=g-import-not-at-top
+  trainer = trainer_lib.Trainer(task, None, None, optimizer_fn=optimizer_fn, **trainer_kwargs)
   dataset, spec = trainer.inputs.training(batch)
   iterator = iter(dataset)
   trainer.build(spec)

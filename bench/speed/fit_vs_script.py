@@ -35,17 +35,23 @@ import numpy as np
 
 from bench import common
 
-flags.DEFINE_integer("batch_size", 32, "Examples per step (run_classifier.py's default).")
-flags.DEFINE_integer("seq_length", 128, "Pieces per packed pair (run_classifier.py's default).")
-flags.DEFINE_integer("rounds", 6, "Timed rounds of each side.")
-flags.DEFINE_integer("steps_per_round", 8, "Training steps per round and side.")
-flags.DEFINE_integer("warmup_rounds", 2, "Untimed rounds first (tracing, oneDNN set-up).")
-flags.DEFINE_list("models", ["quickstart"], "Models to time: quickstart "
-                  "(configs/albert_quickstart.json), albert_base (bench/common.py's ALBERT_BASE); "
-                  "each replaces its own entry of the results file, the others are kept.")
-flags.DEFINE_string("output", os.path.join(common.REPO, "bench", "speed", "results",
-                                           "fit_vs_script.json"), "Results file.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """The command line's flags: defined when run as a script only, so that tests import this
+  module beside the other benches (whose flags share names) without a DuplicateFlagError."""
+  flags.DEFINE_integer("batch_size", 32, "Examples per step (run_classifier.py's default).")
+  flags.DEFINE_integer("seq_length", 128, "Pieces per packed pair (run_classifier.py's default).")
+  flags.DEFINE_integer("rounds", 6, "Timed rounds of each side.")
+  flags.DEFINE_integer("steps_per_round", 8, "Training steps per round and side.")
+  flags.DEFINE_integer("warmup_rounds", 2, "Untimed rounds first (tracing, oneDNN set-up).")
+  flags.DEFINE_list("models", ["quickstart"], "Models to time: quickstart "
+                    "(configs/albert_quickstart.json), albert_base (bench/common.py's ALBERT_BASE); "
+                    "each replaces its own entry of the results file, the others are kept.")
+  flags.DEFINE_string("output", os.path.join(common.REPO, "bench", "speed", "results",
+                                             "fit_vs_script.json"), "Results file.")
+
 
 SPM_MODEL = os.path.join(common.REPO, "tests", "fixtures", "official_training", "spm.model")
 QUICKSTART = os.path.join(common.REPO, "configs", "albert_quickstart.json")
@@ -195,4 +201,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

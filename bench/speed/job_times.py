@@ -33,12 +33,18 @@ from absl import flags
 
 from bench import common
 
-flags.DEFINE_integer("steps", 3, "Timed steps per shape (after one untimed step that traces).")
-flags.DEFINE_list("shapes", None, "Only these shapes (default: all; recipes of other shapes "
-                  "are left out).")
-flags.DEFINE_string("output", os.path.join(common.REPO, "bench", "speed", "results",
-                                           "job_times.json"), "The results file.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """The command line's flags: defined when run as a script only, so that tests import this
+  module beside the other benches (whose flags share names) without a DuplicateFlagError."""
+  flags.DEFINE_integer("steps", 3, "Timed steps per shape (after one untimed step that traces).")
+  flags.DEFINE_list("shapes", None, "Only these shapes (default: all; recipes of other shapes "
+                    "are left out).")
+  flags.DEFINE_string("output", os.path.join(common.REPO, "bench", "speed", "results",
+                                             "job_times.json"), "The results file.")
+
 
 # name: (config overrides or "base", batch, seq, predictions)
 PRETRAINING = {
@@ -194,4 +200,5 @@ def main(_):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

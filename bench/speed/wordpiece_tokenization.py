@@ -35,16 +35,21 @@ from absl import flags
 
 from bench import common
 
-flags.DEFINE_string("hf_python", "/work/hfref/bin/python",
-                    "Python interpreter of a venv with transformers (for BertTokenizerFast).")
-flags.DEFINE_integer("num_texts", 256, "Texts of each kind.")
-flags.DEFINE_integer("rounds", 200, "Timed rounds at batch 1 (a tenth, at least 10, at batch 64).")
-flags.DEFINE_integer("serving_rounds", 60, "Timed serving rounds (batch 1).")
-flags.DEFINE_integer("seq_length", 128, "Sequence length of the exports.")
-flags.DEFINE_string("work_dir", None, "Where the vocabulary and SavedModels go (default: temp).")
-flags.DEFINE_string("output_json", None, "Default: bench/speed/results/wordpiece_tokenization.json")
-
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """The command line's flags: defined when run as a script only, so that tests import this
+  module beside the other benches (whose flags share names) without a DuplicateFlagError."""
+  flags.DEFINE_string("hf_python", "/work/hfref/bin/python",
+                      "Python interpreter of a venv with transformers (for BertTokenizerFast).")
+  flags.DEFINE_integer("num_texts", 256, "Texts of each kind.")
+  flags.DEFINE_integer("rounds", 200, "Timed rounds at batch 1 (a tenth, at least 10, at batch 64).")
+  flags.DEFINE_integer("serving_rounds", 60, "Timed serving rounds (batch 1).")
+  flags.DEFINE_integer("seq_length", 128, "Sequence length of the exports.")
+  flags.DEFINE_string("work_dir", None, "Where the vocabulary and SavedModels go (default: temp).")
+  flags.DEFINE_string("output_json", None, "Default: bench/speed/results/wordpiece_tokenization.json")
+
 
 RESULTS_DIR = os.path.join(common.REPO, "bench", "speed", "results")
 BATCH_SIZES = (1, 64)
@@ -223,4 +228,5 @@ def main(_):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

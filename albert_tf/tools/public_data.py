@@ -161,15 +161,9 @@ def _corrupt(path, kind, error):
   return _refused(path, f"not a readable {kind} archive ({error or type(error).__name__})")
 
 
-def _copy_as(name):
-  def unpack(paths, target):
-    os.makedirs(target, exist_ok=True)
-    shutil.copyfile(paths[0], os.path.join(target, name))
-  return unpack
-
-
 def _copy_files_as(*names):
-  """Copies the downloaded files, in order, under `names` (run_ner.py's train/dev/test)."""
+  """Copies the downloaded files, in order, under `names` (AX's one file; WNUT17's train/dev/test
+  for run_ner.py)."""
   def unpack(paths, target):
     os.makedirs(target, exist_ok=True)
     for path, name in zip(paths, names, strict=True):
@@ -238,7 +232,7 @@ DATA_SETS = {
         _glue_zip("QNLI", "QNLIv2.zip", description="GLUE: question-answer entailment"),
         _glue_zip("RTE", description="GLUE: textual entailment"),
         _glue_zip("WNLI", description="GLUE: Winograd NLI"),
-        DataSet("AX", "diagnostic", (GLUE_URL + "AX.tsv",), _copy_as("diagnostic.tsv"),
+        DataSet("AX", "diagnostic", (GLUE_URL + "AX.tsv",), _copy_files_as("diagnostic.tsv"),
                 "GLUE: the diagnostic set (test only, predicted with an MNLI model)"),
         DataSet("IMDB", "aclImdb", (IMDB_URL + "aclImdb_v1.tar.gz",),
                 lambda paths, target: _unpack_tar_gz(paths[0], target, "aclImdb"),

@@ -17,7 +17,6 @@ regression) over the global batch, as the task's. Everything else (the loop, cal
 `strategy.scope()`, any optimizer, loss or metric) is Keras'.
 """
 
-import math
 import os
 
 import numpy as np
@@ -25,40 +24,21 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf import pretrained as pretrained_lib
-from albert_tf.checkpoints import tf1
-from albert_tf.common import fileio, kinds, output_layout, task_labels
+from albert_tf.common import kinds, task_labels
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.text.preprocessor import AlbertPreprocessor
 from albert_tf.text.tokenization import check_vocabulary_fits
-from albert_tf.training import optimizer as optimizer_lib
-
-# run_classifier.py's defaults (its flags): the recipe compile() reproduces.
-DEFAULT_LEARNING_RATE = 5e-5
-CLIP_NORM = 1.0
-
-
-class AlbertTextError(AlbertError, TypeError):
-  """Texts that are not strings, or one text where a pair model needs two."""
-
-
-def _as_text_column(texts, what):
-  """A list / NumPy array / pandas column of strings -> NumPy object array [N]."""
-  if isinstance(texts, str):
-    texts = [texts]
-  values = np.asarray(list(texts) if not isinstance(texts, np.ndarray) else texts, dtype=object)
-  values = values.reshape(-1)
-  bad = [i for i, v in enumerate(values) if not isinstance(v, (str, bytes))]
-  if bad:
-    raise AlbertTextError(f"{what}: expected strings, got {type(values[bad[0]]).__name__} "
-                          f"at index {bad[0]}")
-  return values
+from albert_tf.training.raw_text_model import AlbertTextError
+from albert_tf.training.raw_text_model import as_text_column
+from albert_tf.training.raw_text_model import check_string_spec
+from albert_tf.training.raw_text_model import RawTextModel
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class TextClassifier(tf_keras.Model):
+class TextClassifier(RawTextModel):
   """Raw text in, logits out: AlbertPreprocessor + AlbertClassifier.
 
   Inputs: texts tf.string [batch] (text_pair=False), or a pair (text_a, text_b) of [batch].
@@ -92,11 +72,10 @@ class TextClassifier(tf_keras.Model):
     self.text_pair = bool(text_pair)
     self.label_list = (list(label_list) if label_list is not None
                        else None if is_regression else [str(i) for i in range(num_classes)])
-    self._recipe = None  # compile()'s official optimizer while its number of steps is open
 
   @property
-  def config(self):
-    return self.classifier.config
+  def task_model(self):
+    return self.classifier
 
   @property
   def num_classes(self):
@@ -164,90 +143,21 @@ class TextClassifier(tf_keras.Model):
   def call(self, inputs, training=None):
     return self.classifier(self.preprocess(inputs), training=training)["logits"]
 
-  # ------------------------------------------------------------------ the recipe
-  def compile(self, optimizer="adamw", loss=None, metrics=None, learning_rate=None,
-              num_train_steps=None, num_warmup_steps=0, weight_decay_rate=0.01, **kwargs):
-    """Keras' compile with run_classifier.py's recipe as the defaults.
+  # ------------------------------------------------------------------ the task's half
+  def _default_loss(self):
+    """The mean softmax cross-entropy over the global batch (regression: squared error)."""
+    return (tf_keras.losses.MeanSquaredError() if self.is_regression
+            else tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
-    Args:
-      optimizer: "adamw" (run_classifier.py's default) or "lamb": the official optimizer with
-        the official weight-decay exclusions, warm-up over num_warmup_steps then linear decay to
-        0 at num_train_steps, gradients clipped to global norm 1.0; or any Keras optimizer.
-      loss: default: mean softmax cross-entropy on the logits (regression: squared error).
-      metrics: default: accuracy (regression: MSE).
-      learning_rate: the peak rate of "adamw"/"lamb" (default 5e-5, run_classifier.py's).
-      num_train_steps: the schedule's length; None: fit() sets it (epochs x steps per epoch).
-      num_warmup_steps, weight_decay_rate: as run_classifier.py's --warmup_step and the
-        official 0.01.
-    """
-    if loss is None:
-      loss = (tf_keras.losses.MeanSquaredError() if self.is_regression
-              else tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    if metrics is None:
-      metrics = ([tf_keras.metrics.MeanSquaredError(name="MSE")] if self.is_regression
-                 else [tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-    self._recipe = None
-    if isinstance(optimizer, str) and optimizer.lower() in optimizer_lib.OPTIMIZERS:
-      recipe = dict(name=optimizer.lower(),
-                    learning_rate=DEFAULT_LEARNING_RATE if learning_rate is None
-                    else learning_rate,
-                    num_warmup_steps=num_warmup_steps, weight_decay_rate=weight_decay_rate)
-      optimizer = self._official_optimizer(recipe, num_train_steps or 1)
-      if num_train_steps is None:
-        self._recipe = recipe
-    elif learning_rate is not None or num_train_steps is not None:
-      raise AlbertError("learning_rate= and num_train_steps= set compile()'s own optimizer "
-                        "(\"adamw\" or \"lamb\"); give yours its own schedule")
-    self._compile_args = dict(loss=loss, metrics=metrics, **kwargs)
-    self._bind(optimizer)
-    super().compile(optimizer=optimizer, **self._compile_args)
-
-  def _official_optimizer(self, recipe, num_train_steps):
-    optimizer = optimizer_lib.create_optimizer(
-        recipe["name"], recipe["learning_rate"], num_train_steps,
-        num_warmup_steps=recipe["num_warmup_steps"],
-        weight_decay_rate=recipe["weight_decay_rate"])
-    # Clipped after the replicas' gradients are summed (Keras aggregates first), as the trainer.
-    optimizer.global_clipnorm = CLIP_NORM
-    return optimizer
-
-  def _bind(self, optimizer):
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    if hasattr(inner, "bind_model"):  # weight decay decided on the official variable names
-      inner.bind_model(self.classifier)
-
-  # ------------------------------------------------------------------ Keras' loops
-  def train_step(self, data):
-    """Keras' step, with the trainer's gradients: dense before they are clipped.
-
-    The embedding tables' gradients are IndexedSlices, one row per token of the batch; their
-    global norm counts a token seen twice as two rows instead of one summed row, so Keras
-    would clip them differently from the scripts (the trainer clips dense gradients)."""
-    x, y, sample_weight = tf_keras.utils.unpack_x_y_sample_weight(data)
-    optimizer = self.optimizer
-    loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
-    with tf.GradientTape() as tape:
-      y_pred = self(x, training=True)
-      loss = self.compute_loss(x, y, y_pred, sample_weight)
-      scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
-    variables = self.trainable_variables
-    grads = tape.gradient(scaled, variables)
-    if loss_scaling:
-      grads = optimizer.get_unscaled_gradients(grads)
-    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
-    optimizer.apply_gradients(zip(grads, variables))
-    return self.compute_metrics(x, y, y_pred, sample_weight)
+  def _default_metrics(self):
+    return ([tf_keras.metrics.MeanSquaredError(name="MSE")] if self.is_regression
+            else [tf_keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
 
   def _texts(self, x):
     """x as the model's input: NumPy string columns, or a tf.data / tensors untouched (their
     texts checked to be strings here: inside Keras' traced step the error would come wrapped)."""
     if isinstance(x, (tf.data.Dataset, tf.Tensor)):
-      spec = x.element_spec if isinstance(x, tf.data.Dataset) else tf.TensorSpec.from_tensor(x)
-      texts = spec[0] if isinstance(spec, tuple) else spec  # (x, y[, weights]) or x
-      dtypes = {s.dtype for s in tf.nest.flatten(texts)}
-      if dtypes - {tf.string}:
-        raise AlbertTextError(f"texts: expected strings, got "
-                              f"{', '.join(sorted(d.name for d in dtypes - {tf.string}))} values")
+      check_string_spec(x)
       return x
     if x is None:
       return x
@@ -257,7 +167,7 @@ class TextClassifier(tf_keras.Model):
       if not (isinstance(x, (tuple, list)) and len(x) == 2
               and not isinstance(x[0], str) and not isinstance(x[1], str)):
         raise AlbertTextError("this model classifies text pairs: pass x=(texts_a, texts_b)")
-      a, b = _as_text_column(x[0], "texts_a"), _as_text_column(x[1], "texts_b")
+      a, b = as_text_column(x[0], "texts_a"), as_text_column(x[1], "texts_b")
       if len(a) != len(b):
         raise AlbertError(f"{len(a)} texts_a but {len(b)} texts_b")
       return (a, b)
@@ -265,7 +175,7 @@ class TextClassifier(tf_keras.Model):
                                 and np.ndim(x[0]) > 0):
       raise AlbertTextError("this model classifies single texts, got a pair or columns "
                             "(text_pair=True for pairs)")
-    return _as_text_column(x, "texts")
+    return as_text_column(x, "texts")
 
   def _labels(self, y):
     """y checked against the head: integer classes in [0, num_classes) (floats: regression)."""
@@ -285,40 +195,6 @@ class TextClassifier(tf_keras.Model):
       raise AlbertError(f"labels: {outside.flat[0]} is outside num_classes={self.num_classes} "
                         f"(expected 0..{self.num_classes - 1})")
     return values.astype(np.int32)
-
-  def _schedule_steps(self, x, epochs, batch_size, steps_per_epoch, initial_epoch):
-    """The number of updates fit() will run, for compile()'s open schedule."""
-    if steps_per_epoch is None:
-      if isinstance(x, tf.data.Dataset):
-        count = int(x.cardinality())
-        if count < 0:
-          raise AlbertError("fit(): the dataset's length is unknown; pass steps_per_epoch= or "
-                            "compile(num_train_steps=...)")
-        steps_per_epoch = count
-      else:
-        rows = len(x[0]) if isinstance(x, tuple) else len(x)
-        steps_per_epoch = math.ceil(rows / (batch_size or 32))
-    return max(1, steps_per_epoch * (epochs - initial_epoch))
-
-  def fit(self, x=None, y=None, batch_size=None, epochs=1, steps_per_epoch=None,
-          initial_epoch=0, **kwargs):
-    """Keras' fit on texts (lists, NumPy arrays, pandas columns) or a tf.data of texts; the
-    labels are checked against num_classes first."""
-    x, y = self._texts(x), self._labels(y)
-    if self._recipe is not None:  # compile() left the number of steps to fit()
-      steps = self._schedule_steps(x, epochs, batch_size, steps_per_epoch, initial_epoch)
-      optimizer = self._official_optimizer(self._recipe, steps)
-      self._recipe = None
-      self._bind(optimizer)
-      super().compile(optimizer=optimizer, **self._compile_args)
-    return super().fit(x, y, batch_size=batch_size, epochs=epochs,
-                       steps_per_epoch=steps_per_epoch, initial_epoch=initial_epoch, **kwargs)
-
-  def evaluate(self, x=None, y=None, **kwargs):
-    return super().evaluate(self._texts(x), self._labels(y), **kwargs)
-
-  def predict(self, x, **kwargs):
-    return super().predict(self._texts(x), **kwargs)
 
   def predict_labels(self, x, **kwargs):
     """The class names (regression: the scores) of texts: a list of N."""
@@ -343,19 +219,9 @@ class TextClassifier(tf_keras.Model):
     """Writes the classifier in the official TF1 layout at the prefix `path`, with
     albert_config.json, 30k-clean.model and label_list.json beside it, so that
     `from_pretrained(path)` (and TextClassifier.from_pretrained) read it back."""
-    path = os.fspath(path)
-    directory = os.path.dirname(path) or "."
-    fileio.makedirs(directory)
-    tf1.save_tf1_checkpoint(self.classifier, path)
-    fileio.write_text(os.path.join(directory, output_layout.ALBERT_CONFIG),
-                      self.config.to_json_string())
-    spm_copy = os.path.join(directory, output_layout.SPM_MODEL)
-    if os.path.abspath(spm_copy) != os.path.abspath(self.preprocessor.spm_model_file):
-      fileio.copy(self.preprocessor.spm_model_file, spm_copy)
     problem_type = task_labels.REGRESSION if self.is_regression else task_labels.SINGLE_LABEL
-    fileio.write_json(os.path.join(directory, output_layout.LABEL_LIST),
-                      {"problem_type": problem_type, "labels": self.label_list or []})
-    return path
+    return self._save_tf1_checkpoint(path, {"problem_type": problem_type,
+                                            "labels": self.label_list or []})
 
   def get_config(self):
     p = self.preprocessor

@@ -7,7 +7,7 @@ one JSON each) that stay in the same folder. So where `all.txt` exists it is the
 (reading the per-passage files too would count every question twice). Without it (the download
 as it comes), the per-passage `*.txt` files are read in sorted order instead, with a note.
 As in the official `race_utils`, every question becomes one example with four
-"question + option" strings (a "_" blank in the question is filled with the option).
+"question + option" strings (`question_with_option`: a "_" blank is filled with the option).
 """
 
 import dataclasses
@@ -97,6 +97,13 @@ def tree_fingerprint(data_dir, split):
   return digest.hexdigest()
 
 
+def question_with_option(question, option):
+  """One choice's second segment (official race_utils): a cloze question's "_" blanks filled
+  with the option, any other question followed by a space and the option. Its in-graph twin,
+  for the notebook model and the export: text/multiple_choice_preprocessor.py."""
+  return question.replace("_", option) if "_" in question else " ".join([question, option])
+
+
 def _read_file(path, level, process_text):
   lines = utf8.read_file(path, "a RACE passage file").split("\n")
   examples = []
@@ -126,12 +133,7 @@ def _read_file(path, level, process_text):
         raise AlbertError(f"{where}: question {i} answer {answer!r} is not one of "
                           f"{', '.join(LABELS)}")
       question = process_text(question)
-      endings = []
-      for option in choices:
-        option = process_text(option)
-        # Cloze questions have a "_" blank: fill it; others get the option appended.
-        endings.append(question.replace("_", option) if "_" in question
-                       else " ".join([question, option]))
+      endings = [question_with_option(question, process_text(option)) for option in choices]
       examples.append(RaceExample(example_id=example_id, context=context, endings=endings,
                                   label=LABELS.index(answer), level=level))
   return examples

@@ -40,7 +40,7 @@ from albert_tf.export.saved_model_writer import write_new_version
 from albert_tf.common.export_format import CORE_OPS_SUBDIR
 from albert_tf.common import fileio
 from albert_tf.common.fileio import file_sha1
-from albert_tf.text import packing
+from albert_tf.text.multiple_choice_preprocessor import encode_choices
 
 
 def _id_spec(shape):
@@ -250,34 +250,10 @@ class MultipleChoiceServing(_ServingBase):
               input_checks.same_shape_check("question", question, "article", article, rank=1),
               input_checks.layout_check("options", options, ("batch", num_choices)),
               input_checks.batch_check("options", options, "article", article)])
-      article, question, options = texts["article"], texts["question"], texts["options"]
-      # "question + option", or the option filling the question's "_" blank (official rule).
-      questions = tf.repeat(question, num_choices)
-      flat_options = tf.reshape(options, [-1])
-      filled = _fill_blanks(questions, flat_options)
-      has_blank = tf.strings.regex_full_match(questions, ".*_.*")
-      appended = tf.strings.join([questions, flat_options], separator=" ")
-      endings = tf.where(has_blank, filled, appended)
-      contexts = tf.repeat(article, num_choices)
-      packed = packing.pack_choice(tokenizer.tokenize(contexts),
-                                   tokenizer.tokenize(endings), self.max_seq_length,
-                                   self.max_qa_length, tokenizer.cls_id, tokenizer.sep_id)
-      return self._classify(self._checked({
-          k: tf.reshape(v, [-1, num_choices, self.max_seq_length]) for k, v in packed.items()}))
+      return self._classify(self._checked(encode_choices(
+          tokenizer, texts["article"], texts["question"], texts["options"], self.max_seq_length,
+          self.max_qa_length)))
     return raw_text
-
-
-def _fill_blanks(questions, options):
-  """Elementwise `question.replace("_", option)` with core string ops. [n] x [n] -> [n]."""
-  parts = tf.strings.split(questions, "_")  # ragged [n, (blanks + 1)]
-  row_lengths = parts.row_lengths()
-  rows = parts.value_rowids()
-  positions = tf.ragged.range(row_lengths).flat_values
-  # Every part but the last is followed by the option.
-  followed = positions < tf.gather(row_lengths, rows) - 1
-  suffix = tf.where(followed, tf.gather(options, rows), "")
-  joined = parts.with_flat_values(tf.strings.join([parts.flat_values, suffix]))
-  return tf.strings.reduce_join(joined, axis=1)
 
 
 def _save(module, path, signatures, assets):

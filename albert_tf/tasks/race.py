@@ -20,6 +20,7 @@ from albert_tf.export import export_multiple_choice
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.tasks.base import Task
+from albert_tf.text.multiple_choice_preprocessor import check_qa_length
 from albert_tf.tasks.finetuning_data import (MODE_TO_SPLIT, SentenceTaskConfig, SentenceTaskData,
                                              write_probabilities)
 
@@ -37,9 +38,7 @@ class RaceConfig(SentenceTaskConfig):
 
   def __post_init__(self):
     super().__post_init__()
-    if not 0 < self.max_qa_length <= self.max_seq_length - 3:
-      raise AlbertError(f"--max_qa_length={self.max_qa_length} must be in [1, max_seq_length - 3 "
-                        f"= {self.max_seq_length - 3}]")
+    check_qa_length(self.max_qa_length, self.max_seq_length, prefix="--")
     if self.high_only and self.middle_only:
       raise AlbertError("--high_only and --middle_only cannot both be set")
 

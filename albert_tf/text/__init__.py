@@ -6,6 +6,7 @@
                         classifier pairs and RACE choices), for Python lists and ragged tensors
   sentencepiece_training  training a SentencePiece model with the official settings
   in_graph_tokenizer    the serving tokenizer: raw strings -> encoder inputs inside the graph
+  multiple_choice_preprocessor  RACE's article, question and options -> choice inputs in the graph
   hub_tokenization      a TF-Hub module's tokenization_info (SentencePiece asset, do_lower_case)
 
 tokenization and sentencepiece_training load no TensorFlow (the tokenizer's workers rely on it);

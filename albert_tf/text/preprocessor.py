@@ -18,7 +18,8 @@ from albert_tf.text.in_graph_tokenizer import InGraphTokenizer
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 
 
-def _check_strings(tensor, what):
+def check_strings(tensor, what):
+  """Raises AlbertError unless `tensor` holds strings (what: the input named in the message)."""
   if tensor.dtype != tf.string:
     raise AlbertError(f"{what}: expected strings, got {tensor.dtype.name} values")
 
@@ -82,7 +83,7 @@ class AlbertPreprocessor(InGraphTokenizer):
     if len(texts) not in (1, 2):
       raise AlbertError(f"AlbertPreprocessor takes one text or a pair, got {len(texts)} texts")
     for i, t in enumerate(texts):
-      _check_strings(t, "AlbertPreprocessor input" + (f" {i}" if pair else ""))
+      check_strings(t, "AlbertPreprocessor input" + (f" {i}" if pair else ""))
     scalar = texts[0].shape.rank == 0
     # A [batch, 1] column (Keras' 2-D view of a 1-D array) or one example -> [batch].
     texts = [tf.reshape(t, [-1]) for t in texts]

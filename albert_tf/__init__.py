@@ -14,6 +14,7 @@ Public API:
                       recipe, save_for_serving / save_checkpoint (a training-layer name: it
                       loads, as every name here, only when first used)
   AlbertPreprocessor  strings (or pairs) -> input_ids/input_mask/segment_ids, a Keras layer
+  MultipleChoice      RACE on raw text (articles, questions, options) as TextClassifier is
 """
 
 import importlib
@@ -35,6 +36,7 @@ _LAZY = {
     "load_hf_checkpoint": "albert_tf.checkpoints.hf.load",
     "save_hf_checkpoint": "albert_tf.checkpoints.hf.save",
     "load_tf1_checkpoint": "albert_tf.checkpoints.tf1",
+    "MultipleChoice": "albert_tf.training.multiple_choice_model",
     "save_tf1_checkpoint": "albert_tf.checkpoints.tf1",
     "TextClassifier": "albert_tf.training.text_models",
 }

@@ -78,13 +78,16 @@ def read_best_trial_value(output_dir):
   return float(fileio.read_text(best_trial).strip().split(":")[-1])
 
 
-def write_best_checkpoint_record(output_dir, checkpoint, step, metric, value, result,
-                                 kind=None):
+def write_best_checkpoint_record(output_dir, checkpoint, step, metric=None, value=None,
+                                 result=None, kind=None):
   """best_checkpoint.json: the best checkpoint of a sweep, its step, metric and result, and the
   model's kind (albert_tf.common.kinds: the official one-row head of model.ckpt-best does not say
-  whether it is a regression classifier or a multiple-choice scorer)."""
-  record = {"checkpoint": checkpoint, "step": step, "metric": metric, "value": float(value),
-            "result": {k: float(v) for k, v in result.items()}}
+  whether it is a regression classifier or a multiple-choice scorer). A checkpoint saved without
+  an evaluation (a notebook's save_checkpoint) has no metric, value or result."""
+  record = {"checkpoint": checkpoint, "step": step}
+  if metric is not None:
+    record.update(metric=metric, value=float(value),
+                  result={k: float(v) for k, v in result.items()})
   if kind:
     record["kind"] = kind
   return fileio.write_json(path(output_dir, BEST_CHECKPOINT_JSON), record, indent=2)

@@ -4,7 +4,8 @@
 * `serve`: calls exported SavedModels in a fresh interpreter that imports only TensorFlow
   (+ tensorflow_text for the raw-text signatures), as TF Serving would; every call's outputs or
   error is recorded separately, so one broken export does not hide the others.
-* readers for eval_results.txt, submission files, TFRecords of features, TF1 checkpoints.
+* readers for eval_results.txt, submission files, TFRecords of features, TF1 checkpoints, the
+  training losses of a run's TensorBoard scalars.
 
 Nothing here imports albert_tf.
 """
@@ -101,6 +102,19 @@ def checkpoint_variables(prefix):
   """{name: shape} of a checkpoint (TF1 name-based or TF2 object-based alike)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return dict(tf.train.load_checkpoint(prefix).get_variable_to_shape_map())
+
+
+def training_losses(output_dir):
+  """The loss of each logged training step, in step order, from a run's TensorBoard scalars
+  (`<output_dir>/train/events.out.tfevents.*`; --log_every_n_steps=1 logs every step)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  losses = {}
+  for events in tf.io.gfile.glob(os.path.join(output_dir, "train", "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(events):
+      for value in event.summary.value:
+        if value.tag == "loss":
+          losses[event.step] = float(tf.make_ndarray(value.tensor))
+  return [losses[s] for s in sorted(losses)]
 
 
 def versioned_export(export_dir):

@@ -32,17 +32,6 @@ def _mrpc(path):
   return [r[3] for r in rows], [r[4] for r in rows], np.array([int(r[0]) for r in rows])
 
 
-def _script_losses(output_dir):
-  """{step: loss} of the run's TensorBoard scalars."""
-  losses = {}
-  for events in tf.io.gfile.glob(os.path.join(output_dir, "train", "events.out.tfevents.*")):
-    for event in tf.compat.v1.train.summary_iterator(events):
-      for value in event.summary.value:
-        if value.tag == "loss":
-          losses[event.step] = float(tf.make_ndarray(value.tensor))
-  return [losses[s] for s in sorted(losses)]
-
-
 class _StepLosses(tf_keras.callbacks.Callback):
   """Each step's own loss, from Keras' running mean of the epoch."""
 
@@ -74,7 +63,7 @@ def test_fit_and_run_classifier_agree_step_for_step(tmp_path):
       f"--save_checkpoints_steps={STEPS}", "--output_dir=out", "--export_dir=export"],
       cwd=str(root), timeout=600)
   assert proc.returncode == 0, scripts.describe(proc)
-  script_losses = _script_losses(str(root / "out"))
+  script_losses = scripts.training_losses(str(root / "out"))
   script_accuracy = float(scripts.eval_blocks(str(root / "out" / "eval_results.txt"))[-1][
       "eval_accuracy"])
 

@@ -215,6 +215,12 @@ RULES = [
                                                     "out/notebook/label_list.json"],
          stdout=r"'accuracy': [\d.]+\}(?s:.*)\(1, 2\)(?s:.*)\['(positive|negative)'\]\n(?s:.*)"
          r"'labels': \['(positive|negative)'\]"),
+    Rule("multiple_choice_snippet", r'MultipleChoice\.from_pretrained\("albert_base", ',
+         produces=["export/race_notebook/*/saved_model.pb",
+                   "out/race_notebook/model.ckpt-best.index",
+                   "out/race_notebook/best_checkpoint.json"],
+         stdout=r"'accuracy': [\d.]+\}(?s:.*)\(1, 4\)\n(?s:.*)\['[ABCD]'\]\n(?s:.*)"
+         r"'multiple_choice'\n$"),
     Rule("text_pair_snippet", r"text_pair=True,\s+sequence_length=64\)",
          stdout=r"\(1, 1\)\n$"),
     Rule("gradient_tape_snippet", r"with tf\.GradientTape\(\) as tape:\n.*model\.classifier",

@@ -27,6 +27,25 @@ def check_qa_length(max_qa_length, max_seq_length, prefix=""):
                       f"= {max_seq_length - 3}]")
 
 
+def input_columns(inputs, what):
+  """(articles, questions, options) from that tuple or a dict with the keys INPUT_NAMES.
+
+  what: who takes them, for the message. Raises AlbertError for anything else (one column of
+  texts, two columns, a dict without a key)."""
+  if isinstance(inputs, dict):
+    missing = [name for name in INPUT_NAMES if name not in inputs]
+    if missing:
+      raise AlbertError(f"{what}: no {', '.join(missing)} in the inputs (expected the keys "
+                        f"{', '.join(INPUT_NAMES)})")
+    return tuple(inputs[name] for name in INPUT_NAMES)
+  columns = (len(inputs) if isinstance(inputs, (tuple, list)) and inputs
+             and not isinstance(inputs[0], (str, bytes)) else 1)
+  if columns != 3:
+    raise AlbertError(f"{what} takes (articles, questions, options), got "
+                      f"{'one column of texts' if columns == 1 else f'{columns} columns'}")
+  return tuple(inputs)
+
+
 def fill_blanks(parts, options):
   """Elementwise `question.replace("_", option)` with core string ops.
 
@@ -97,16 +116,7 @@ class MultipleChoicePreprocessor(AlbertPreprocessor):
     self.num_choices = int(num_choices)
 
   def call(self, inputs):
-    if isinstance(inputs, dict):
-      missing = [name for name in INPUT_NAMES if name not in inputs]
-      if missing:
-        raise AlbertError(f"MultipleChoicePreprocessor: no {', '.join(missing)} in the inputs "
-                          f"(expected the keys {', '.join(INPUT_NAMES)})")
-      inputs = tuple(inputs[name] for name in INPUT_NAMES)
-    if not isinstance(inputs, (tuple, list)) or len(inputs) != 3:
-      raise AlbertError("MultipleChoicePreprocessor takes (articles, questions, options), got "
-                        + (f"{len(inputs)} inputs" if isinstance(inputs, (tuple, list))
-                           else "one input"))
+    inputs = input_columns(inputs, "MultipleChoicePreprocessor")
     articles, questions, options = (tf.convert_to_tensor(t) for t in inputs)
     for name, tensor in zip(INPUT_NAMES, (articles, questions, options)):
       check_strings(tensor, name)

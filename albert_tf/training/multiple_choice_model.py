@@ -29,7 +29,7 @@ from albert_tf.errors import AlbertError
 from albert_tf.export import export_multiple_choice
 from albert_tf.models.multiple_choice import AlbertMultipleChoice
 from albert_tf.tasks.race import RaceConfig
-from albert_tf.text.multiple_choice_preprocessor import INPUT_NAMES
+from albert_tf.text.multiple_choice_preprocessor import input_columns
 from albert_tf.text.multiple_choice_preprocessor import MultipleChoicePreprocessor
 from albert_tf.text.tokenization import check_vocabulary_fits
 from albert_tf.training.raw_text_model import AlbertTextError
@@ -137,9 +137,6 @@ class MultipleChoice(RawTextModel):
 
   # ------------------------------------------------------------------ the forward pass
   def call(self, inputs, training=None):
-    if not isinstance(inputs, dict) and not (isinstance(inputs, (tuple, list))
-                                             and len(inputs) == 3):
-      raise AlbertTextError("a multiple-choice model takes (articles, questions, options)")
     return self.chooser(self.preprocessor(inputs), training=training)["logits"]
 
   # ------------------------------------------------------------------ the task's half
@@ -158,17 +155,7 @@ class MultipleChoice(RawTextModel):
     if isinstance(x, tf.data.Dataset):
       check_string_spec(x)
       return x
-    if isinstance(x, dict):
-      missing = [name for name in INPUT_NAMES if name not in x]
-      if missing:
-        raise AlbertTextError(f"no {', '.join(missing)} in the inputs (expected the keys "
-                              f"{', '.join(INPUT_NAMES)})")
-      x = tuple(x[name] for name in INPUT_NAMES)
-    columns = (len(x) if isinstance(x, (tuple, list)) and x and not isinstance(x[0], str)
-               else 1)
-    if columns != 3:
-      raise AlbertTextError("a multiple-choice model takes x=(articles, questions, options): "
-                            f"got {'one column' if columns == 1 else f'{columns} columns'}")
+    x = input_columns(x, "a multiple-choice model")
     if any(isinstance(column, tf.Tensor) for column in x):
       for column in x:
         check_string_spec(column)

@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.data import race
 from albert_tf.errors import AlbertError
 from albert_tf.tasks import race as race_task
 from albert_tf.tasks.race import RaceConfig, RaceTask
@@ -154,10 +153,10 @@ def test_bad_input_is_one_clear_error(setup, model):
     model.evaluate(x, [4, 0], verbose=0)
   with pytest.raises(AlbertError, match="questions: expected strings, got int at index 1"):
     model.predict((articles, ["q", 3], options))
-  with pytest.raises(AlbertError, match=r"takes x=\(articles, questions, options\): got 2 "
-                                        "columns"):
+  with pytest.raises(AlbertError, match=r"a multiple-choice model takes \(articles, questions, "
+                                        r"options\), got 2 columns"):
     model.predict((articles, questions))
-  with pytest.raises(AlbertError, match="takes x=.*got one column"):
+  with pytest.raises(AlbertError, match="takes .*got one column of texts"):
     model.predict(articles)
   with pytest.raises(AlbertError, match="no options in the inputs"):
     model.predict({"article": articles, "question": questions})

@@ -42,6 +42,7 @@ from albert_tf.training.raw_text_model import RawTextModel
 # reads it from the script).
 _RACE = {f.name: f.default for f in dataclasses.fields(RaceConfig)}
 SEQUENCE_LENGTH, MAX_QA_LENGTH = _RACE["max_seq_length"], _RACE["max_qa_length"]
+DROPOUT_RATE = _RACE["dropout_rate"]
 LEARNING_RATE = 1e-5
 
 
@@ -84,7 +85,8 @@ class MultipleChoice(RawTextModel):
   default_learning_rate = LEARNING_RATE
 
   def __init__(self, config, spm_model_file, num_choices=4, sequence_length=SEQUENCE_LENGTH,
-               max_qa_length=MAX_QA_LENGTH, do_lower_case=True, dropout_rate=0.1, **kwargs):
+               max_qa_length=MAX_QA_LENGTH, do_lower_case=True, dropout_rate=DROPOUT_RATE,
+               **kwargs):
     kwargs.setdefault("name", "multiple_choice")
     super().__init__(**kwargs)
     config = config if isinstance(config, AlbertConfig) else AlbertConfig.from_dict(config)
@@ -111,17 +113,25 @@ class MultipleChoice(RawTextModel):
   # ------------------------------------------------------------------ loading
   @classmethod
   def from_pretrained(cls, path, num_choices=4, sequence_length=SEQUENCE_LENGTH,
-                      max_qa_length=MAX_QA_LENGTH, dropout_rate=0.1, seed=None,
+                      max_qa_length=MAX_QA_LENGTH, dropout_rate=DROPOUT_RATE, seed=None,
                       albert_config_file=None, spm_model_file=None, do_lower_case=None):
     """A MultipleChoice on the weights at `path` (anything albert_tf.from_pretrained reads).
 
     A pretrained encoder gets a new scorer, initialised as run_race.py does (truncated normal
     with the config's initializer_range, seeded by `seed` when given); a fine-tuned RACE model
-    keeps its scorer (one score per choice: any num_choices).
+    keeps its scorer (one score per choice: any num_choices), an official run_race.py output
+    (whose one-row scorer alone could be a regression head) included.
     """
-    loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
-                                            spm_model_file=spm_model_file,
-                                            do_lower_case=do_lower_case)
+    where = dict(albert_config_file=albert_config_file, spm_model_file=spm_model_file,
+                 do_lower_case=do_lower_case)
+    try:
+      loaded = pretrained_lib.from_pretrained(path, **where)
+    except AlbertError as error:
+      # An official run_race.py output: its one-row scorer alone cannot say RACE from STS-B.
+      try:
+        loaded = pretrained_lib.from_pretrained(path, model_type=kinds.MULTIPLE_CHOICE, **where)
+      except AlbertError:
+        raise error from None
     if loaded.tokenizer is None or not loaded.tokenizer.spm_model_file:
       raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
     fine_tuned = loaded.model_type == kinds.MULTIPLE_CHOICE

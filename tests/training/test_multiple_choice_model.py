@@ -138,6 +138,13 @@ def test_save_checkpoint_reads_back(setup, model, tmp_path):
   assert albert_tf.from_pretrained(prefix).model_type == "multiple_choice"
   again = MultipleChoice.from_pretrained(prefix, sequence_length=LENGTH, max_qa_length=QA)
   np.testing.assert_allclose(again.predict(x, verbose=0), want, atol=1e-5)
+  # As the official run_race.py leaves it (no best_checkpoint.json): the scorer is still kept.
+  os.remove(tmp_path / "out" / "best_checkpoint.json")
+  with pytest.raises(AlbertError, match="one-row head"):
+    albert_tf.from_pretrained(prefix)
+  official = MultipleChoice.from_pretrained(prefix, sequence_length=LENGTH, max_qa_length=QA)
+  for mine, theirs in zip(official.chooser.weights, model.chooser.weights):
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
 
 def test_bad_input_is_one_clear_error(setup, model):

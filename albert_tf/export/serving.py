@@ -207,7 +207,9 @@ class ClassifierServing(_ServingBase):
 
 
 class MultipleChoiceServing(_ServingBase):
-  """Serving signatures for an AlbertMultipleChoice (RACE)."""
+  """Serving signatures for an AlbertMultipleChoice (RACE). The raw-text signature packs
+  article, question and options with text/multiple_choice_preprocessor.py's `encode_choices`,
+  the rule the notebook model's preprocessor runs too."""
 
   def __init__(self, model, max_seq_length, max_qa_length, num_choices=4, text_tokenizer=None,
                label_names=("A", "B", "C", "D")):

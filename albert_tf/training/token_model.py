@@ -78,10 +78,6 @@ class WordAccuracy(tf_keras.metrics.SparseCategoricalAccuracy):
     return super().update_state(tf.maximum(y_true, 0), y_pred, sample_weight=weights)
 
 
-def _as_string(value):
-  return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
 def _rows_of(element):
   """One element of a tf.data (a sentence [words] or a batch [batch, (words)]) -> lists."""
   if isinstance(element, tf.RaggedTensor):
@@ -90,7 +86,7 @@ def _rows_of(element):
     rows = np.asarray(element).tolist()
   if rows and not isinstance(rows[0], list):  # one sentence, not a batch
     rows = [rows]
-  return [[_as_string(v) for v in row] for row in rows]
+  return [[tf.compat.as_text(v) for v in row] for row in rows]
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -230,7 +226,11 @@ class TokenClassifier(RawTextModel):
             raise AlbertError(f"tags[{i}][{j}]: {tag} is outside the {len(self.label_list)} "
                               f"tags (expected 0..{len(self.label_list) - 1})")
           tag = self.label_list[tag]
-        tag = _as_string(tag)
+        if isinstance(tag, bytes):
+          tag = tag.decode("utf-8")
+        if not isinstance(tag, str):
+          raise AlbertTextError(f"tags[{i}][{j}]: expected a tag of label_list or its index, "
+                                f"got {type(tag).__name__}")
         if tag not in ids:
           raise AlbertError(f"tags[{i}][{j}]: {tag!r} is not one of label_list "
                             f"({', '.join(self.label_list)})")
@@ -355,9 +355,9 @@ class TokenClassifier(RawTextModel):
     except tf.errors.InvalidArgumentError as e:
       raise AlbertError(f"predict_entities: {_check_message(e)}") from None
     out = {k: v.numpy() for k, v in out.items()}
-    return [[{"type": _as_string(out["entity_type"][i, j]),
+    return [[{"type": tf.compat.as_text(out["entity_type"][i, j]),
               "start": int(out["entity_start"][i, j]), "end": int(out["entity_end"][i, j]),
-              "text": _as_string(out["entity_text"][i, j]),
+              "text": tf.compat.as_text(out["entity_text"][i, j]),
               "score": float(out["entity_score"][i, j])}
              for j in range(int(out["num_entities"][i]))] for i in range(len(texts))]
 

@@ -115,8 +115,9 @@ class TokenClassifier(RawTextModel):
     self.tag_scheme = tagged_files.check_scheme(tag_scheme, "tag_scheme")
     if label_list is None or isinstance(label_list, str):
       raise AlbertError("label_list: expected the tags as a list, e.g. ['O', 'B-PER', 'I-PER']")
-    self.label_list = tagged_files.parse_labels(",".join(label_list), self.tag_scheme,
-                                                name="label_list")
+    # (a tuple: Keras would wrap a list attribute into its tracking ListWrapper)
+    self._tags = tuple(tagged_files.parse_labels(",".join(label_list), self.tag_scheme,
+                                                 name="label_list"))
     if int(doc_stride) < 1:
       raise AlbertError(f"doc_stride={doc_stride}: expected >= 1")
     self.doc_stride = int(doc_stride)
@@ -134,6 +135,11 @@ class TokenClassifier(RawTextModel):
   @property
   def task_model(self):
     return self.token_classifier
+
+  @property
+  def label_list(self):
+    """The tags in the head's order (a list)."""
+    return list(self._tags)
 
   @property
   def sequence_length(self):

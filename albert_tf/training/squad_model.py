@@ -43,7 +43,7 @@ from albert_tf.text.preprocessor import AlbertPreprocessor
 from albert_tf.text.tokenization import make_tokenizer
 from albert_tf.training.raw_text_model import AlbertTextError
 from albert_tf.training.raw_text_model import as_text_column
-from albert_tf.training.raw_text_model import RawTextModel
+from albert_tf.training.windowed_model import WindowedModel
 
 _MODEL_FEATURES = ("input_ids", "input_mask", "segment_ids", "p_mask")
 # The labels' names in the feature TFRecords -> SquadFeature's fields.
@@ -52,7 +52,7 @@ _LABELS = {"start_positions": "start_position", "end_positions": "end_position",
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class QuestionAnswerer(RawTextModel):
+class QuestionAnswerer(WindowedModel):
   """(question, context) strings in, answer spans out: run_squad.py's AlbertSquadModel.
 
   Keras sees the script's windows: inputs dict of int32 input_ids / input_mask / segment_ids /
@@ -241,12 +241,6 @@ class QuestionAnswerer(RawTextModel):
   def _default_metrics(self):
     return None  # (the SQuAD metric compares answer texts: evaluate_answers)
 
-  def _texts(self, x):
-    return x  # (made into windows before; see _keras_data)
-
-  def _labels(self, y):
-    return y
-
   def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
     """With compile()'s default loss: run_squad.py's, the task's per-window total averaged
     over the global batch; with a loss given to compile(): Keras' own."""
@@ -270,18 +264,6 @@ class QuestionAnswerer(RawTextModel):
     if getattr(self, "compiled_loss", None) is not None and not self.loss:
       tracked = [self.__dict__["_loss_tracker"]] + tracked
     return tracked
-
-  def fit(self, x=None, y=None, validation_data=None, **kwargs):
-    """Keras' fit on x=(questions, contexts) and y=answers (see the module docstring), or on a
-    dict / tf.data of the script's features; validation_data=((questions, contexts), answers)."""
-    x, y = self._keras_data(x, y)
-    if validation_data is not None:
-      validation_data = self._keras_data(*validation_data)
-    return super().fit(x, y, validation_data=validation_data, **kwargs)
-
-  def evaluate(self, x=None, y=None, **kwargs):
-    """Keras' evaluate (the loss over the windows); evaluate_answers gives the SQuAD metric."""
-    return super().evaluate(*self._keras_data(x, y), **kwargs)
 
   def predict(self, x, **kwargs):
     """The model's outputs per window (a dict of arrays [windows, ...]) of x=(questions,

@@ -45,7 +45,7 @@ from albert_tf.text.preprocessor import AlbertPreprocessor
 from albert_tf.text.tokenization import make_tokenizer
 from albert_tf.training.raw_text_model import AlbertTextError
 from albert_tf.training.raw_text_model import as_text_column
-from albert_tf.training.raw_text_model import RawTextModel
+from albert_tf.training.windowed_model import WindowedModel
 
 _ENCODER_FEATURES = ("input_ids", "input_mask", "segment_ids")
 
@@ -90,7 +90,7 @@ def _rows_of(element):
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class TokenClassifier(RawTextModel):
+class TokenClassifier(WindowedModel):
   """Pre-split words in, a tag per word out: run_ner.py's AlbertTokenClassifier and data path.
 
   Keras sees the script's windows: inputs dict of int32 input_ids / input_mask / segment_ids
@@ -300,23 +300,6 @@ class TokenClassifier(RawTextModel):
 
   def _default_metrics(self):
     return [WordAccuracy()]
-
-  def _texts(self, x):
-    return x  # (made into windows before; see _keras_data)
-
-  def _labels(self, y):
-    return y
-
-  def fit(self, x=None, y=None, validation_data=None, **kwargs):
-    """Keras' fit on words and tags (see the class docstring); validation_data=(words, tags)."""
-    x, y = self._keras_data(x, y)
-    if validation_data is not None:
-      validation_data = self._keras_data(*validation_data)
-    return super().fit(x, y, validation_data=validation_data, **kwargs)
-
-  def evaluate(self, x=None, y=None, **kwargs):
-    """Keras' evaluate on words and tags: the loss and word_accuracy over the windows."""
-    return super().evaluate(*self._keras_data(x, y), **kwargs)
 
   def predict(self, x, **kwargs):
     """Words -> a list (one per sentence) of float32 [words, tags] logits: each word's first

@@ -130,6 +130,9 @@ def test_bad_input_is_one_clear_error(setup):
   with pytest.raises(AlbertError, match=r"one answer per question \(1\), got 2"):
     model.fit((["Where?"], [context]), [("Japan", 24), None], verbose=0)
   v1 = QuestionAnswerer.from_pretrained(setup["dirs"][TARBALL], **WINDOWS)
+  answer = v1.predict_answers(["Where?"], [context], verbose=0)[0]
+  assert "null_odds" not in answer
+  assert answer["text"] == "empty" or answer["text"] in context  # (the official "empty")
   with pytest.raises(AlbertError, match=r"answers\[0\]: no answer, but a SQuAD v1.1 model"):
     v1.fit((["Where?"], [context]), [None], verbose=0)
   with pytest.raises(AlbertError, match="its head is SQuAD v1.1's"):

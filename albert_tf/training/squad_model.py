@@ -234,6 +234,23 @@ class QuestionAnswerer(WindowedModel):
     _, inputs, labels = self.features(self.examples(x, y), is_training=True)
     return inputs, labels
 
+  # ------------------------------------------------------------------ the recipe
+  def compile(self, optimizer="adamw", num_warmup_steps=None, warmup_proportion=0.1, **kwargs):
+    """RawTextModel.compile with run_squad.py's warm-up: `warmup_proportion` (its flag, 0.1) of
+    the schedule's steps, int(steps * proportion) as the runner counts them, unless
+    num_warmup_steps is given."""
+    if not 0 <= warmup_proportion <= 1:
+      raise AlbertError(f"warmup_proportion={warmup_proportion}: expected 0..1")
+    self.__dict__["_warmup_proportion"] = (warmup_proportion if num_warmup_steps is None
+                                           else None)
+    super().compile(optimizer, num_warmup_steps=num_warmup_steps or 0, **kwargs)
+
+  def _official_optimizer(self, recipe, num_train_steps):
+    proportion = self.__dict__.get("_warmup_proportion")
+    if proportion is not None:
+      recipe = dict(recipe, num_warmup_steps=int(num_train_steps * proportion))
+    return super()._official_optimizer(recipe, num_train_steps)
+
   # ------------------------------------------------------------------ the task's half
   def _default_loss(self):
     return None  # the task's loss: compute_loss

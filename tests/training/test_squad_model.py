@@ -76,8 +76,11 @@ def test_windows_and_loss_are_run_squads(setup):
   np.testing.assert_allclose(model.compute_loss(inputs, labels, outputs), want, rtol=1e-5)
   assert setup["history"]["loss"][-1] < setup["history"]["loss"][0]  # a few fit() steps learn
   fresh = QuestionAnswerer.from_pretrained(setup["dirs"][TARBALL], **WINDOWS)
-  fresh.compile(num_train_steps=10)
-  assert float(fresh.optimizer.learning_rate(0)) == pytest.approx(5e-5)  # run_squad.py's
+  fresh.compile(num_train_steps=20)
+  schedule = fresh.optimizer.learning_rate  # run_squad.py's: 5e-5, warm-up 10 % of the steps
+  assert schedule.num_warmup_steps == 2 and float(schedule(2)) == pytest.approx(5e-5 * 0.9)
+  assert model.optimizer.learning_rate.num_warmup_steps == int(
+      model.optimizer.learning_rate.num_train_steps * 0.1)
 
 
 def test_answers_are_the_saved_models_after_the_scripts_post_processing(setup, tmp_path):

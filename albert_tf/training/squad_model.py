@@ -158,6 +158,8 @@ class QuestionAnswerer(WindowedModel):
     questions, contexts = as_text_column(x[0], "questions"), as_text_column(x[1], "contexts")
     if len(questions) != len(contexts):
       raise AlbertError(f"{len(questions)} questions but {len(contexts)} contexts")
+    if not len(questions):
+      raise AlbertError("questions: none given")
     return ([tf.compat.as_text(q) for q in questions],
             [tf.compat.as_text(c) for c in contexts])
 

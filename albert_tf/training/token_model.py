@@ -86,7 +86,7 @@ def _rows_of(element):
     rows = np.asarray(element).tolist()
   if rows and not isinstance(rows[0], list):  # one sentence, not a batch
     rows = [rows]
-  return [[tf.compat.as_text(v) for v in row] for row in rows]
+  return [[v.decode("utf-8") if isinstance(v, bytes) else v for v in row] for row in rows]
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -211,6 +211,8 @@ class TokenClassifier(WindowedModel):
           raise AlbertError(f"words[{i}][{j}]: {word!r}: a word is a non-empty string without "
                             "whitespace")
       sentences.append(words)
+    if not sentences:
+      raise AlbertError("words: no sentences")
     return sentences
 
   def _tag_ids(self, y, sentences):

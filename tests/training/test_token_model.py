@@ -56,22 +56,6 @@ def test_windows_loss_and_recipe_are_run_ners(setup):
   assert float(fresh.optimizer.learning_rate(0)) == pytest.approx(5e-5)  # run_ner.py's
 
 
-def test_fit_lowers_the_loss_and_tf_data_reads_as_lists(setup):
-  model, history = setup["model"], setup["history"]
-  assert history["loss"][-1] < history["loss"][0]
-  assert "word_accuracy" in history
-  ragged = tf.data.Dataset.from_tensor_slices(
-      (tf.ragged.constant(WORDS), tf.ragged.constant(TAGS))).batch(2)
-  from_lists = model.evaluate(WORDS, TAGS, verbose=0, return_dict=True)
-  np.testing.assert_allclose(model.evaluate(ragged, verbose=0, return_dict=True)["loss"],
-                             from_lists["loss"], rtol=1e-6)
-  logits = model.predict(WORDS, verbose=0)
-  assert [len(rows) for rows in logits] == [len(words) for words in WORDS]
-  tags = model.predict_tags(WORDS, verbose=0)
-  assert tags == [[model.label_list[i] for i in np.argmax(rows, -1)] for rows in logits]
-  assert model.evaluate_entities(WORDS, TAGS, verbose=0) == seqeval_results(TAGS, tags, "BIO")
-
-
 def test_predict_entities_is_what_the_export_serves(setup, tmp_path):
   # An untrained head tags words at random: entities to compare (the trained one says "O").
   model = TokenClassifier.from_pretrained(setup["dirs"][TARBALL], label_list=setup["model"]
@@ -91,6 +75,22 @@ def test_predict_entities_is_what_the_export_serves(setup, tmp_path):
       assert entity["score"] == pytest.approx(float(out["entity_score"][i, j]), abs=1e-6)
   with pytest.raises(AlbertError, match="text 0 has .* pieces, more than 8"):
     model.predict_entities(["Rivers flow to Tokyo Japan and France"])
+
+
+def test_fit_lowers_the_loss_and_tf_data_reads_as_lists(setup):
+  model, history = setup["model"], setup["history"]
+  assert history["loss"][-1] < history["loss"][0]
+  assert "word_accuracy" in history
+  ragged = tf.data.Dataset.from_tensor_slices(
+      (tf.ragged.constant(WORDS), tf.ragged.constant(TAGS))).batch(2)
+  from_lists = model.evaluate(WORDS, TAGS, verbose=0, return_dict=True)
+  np.testing.assert_allclose(model.evaluate(ragged, verbose=0, return_dict=True)["loss"],
+                             from_lists["loss"], rtol=1e-6)
+  logits = model.predict(WORDS, verbose=0)
+  assert [len(rows) for rows in logits] == [len(words) for words in WORDS]
+  tags = model.predict_tags(WORDS, verbose=0)
+  assert tags == [[model.label_list[i] for i in np.argmax(rows, -1)] for rows in logits]
+  assert model.evaluate_entities(WORDS, TAGS, verbose=0) == seqeval_results(TAGS, tags, "BIO")
 
 
 def test_save_checkpoint_reads_back(setup, tmp_path):

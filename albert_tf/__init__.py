@@ -13,6 +13,10 @@ Public API:
   TextClassifier      raw text in, Keras compile/fit/evaluate/predict with run_classifier.py's
                       recipe, save_for_serving / save_checkpoint (a training-layer name: it
                       loads, as every name here, only when first used)
+  TokenClassifier     pre-split words in, a tag per word (NER) with run_ner.py's windows, recipe,
+                      seqeval numbers, export and checkpoint; predict_entities on raw text
+  QuestionAnswerer    SQuAD from Python: (question, context) strings in, answers out through
+                      run_squad.py's features and post-processing, its export and checkpoint
   AlbertPreprocessor  strings (or pairs) -> input_ids/input_mask/segment_ids, a Keras layer
   MultipleChoice      RACE on raw text (articles, questions, options) as TextClassifier is
 """
@@ -38,7 +42,9 @@ _LAZY = {
     "load_tf1_checkpoint": "albert_tf.checkpoints.tf1",
     "MultipleChoice": "albert_tf.training.multiple_choice_model",
     "save_tf1_checkpoint": "albert_tf.checkpoints.tf1",
+    "QuestionAnswerer": "albert_tf.training.squad_model",
     "TextClassifier": "albert_tf.training.text_models",
+    "TokenClassifier": "albert_tf.training.token_model",
 }
 
 __all__ = ["AlbertConfig", "AlbertError"] + sorted(_LAZY)

@@ -88,6 +88,20 @@ def seqeval_results(gold, predicted, scheme):
   return result
 
 
+def labelled_pieces(label_ids):
+  """float32 [batch, seq_len]: 1 at the pieces that carry a word's label (not IGNORE), else 0."""
+  return tf.cast(label_ids != token_alignment.IGNORE, tf.float32)
+
+
+def window_losses(label_ids, logits):
+  """float32 [batch]: each window's mean cross-entropy over its labelled pieces (0 for a window
+  that labels no word), from label_ids int [batch, seq_len] and logits [batch, seq_len, tags]."""
+  labelled = labelled_pieces(label_ids)
+  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.maximum(label_ids, 0), logits=tf.cast(logits, tf.float32)) * labelled
+  return tf.reduce_sum(losses, axis=1) / tf.maximum(tf.reduce_sum(labelled, axis=1), 1.0)
+
+
 class TokenClassificationTask(Task):
   """Named-entity recognition: a tag per word, from the word's first piece.
 
@@ -214,11 +228,7 @@ class TokenClassificationTask(Task):
 
   # ------------------------------------------------------------------ loss and metrics
   def build_losses(self, labels, outputs, global_batch_size):
-    label_ids = labels["label_ids"]
-    labelled = tf.cast(label_ids != token_alignment.IGNORE, tf.float32)
-    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.maximum(label_ids, 0), logits=outputs["logits"]) * labelled
-    per_window = tf.reduce_sum(losses, axis=1) / tf.maximum(tf.reduce_sum(labelled, axis=1), 1.0)
+    per_window = window_losses(labels["label_ids"], outputs["logits"])
     weights = labels.get("is_real_example")
     if weights is not None:
       per_window = per_window * tf.cast(weights, tf.float32)
@@ -229,7 +239,7 @@ class TokenClassificationTask(Task):
 
   def update_metrics(self, metrics, labels, outputs):
     label_ids = labels["label_ids"]
-    weights = tf.cast(label_ids != token_alignment.IGNORE, tf.float32)
+    weights = labelled_pieces(label_ids)
     if "is_real_example" in labels:
       weights = weights * tf.cast(labels["is_real_example"], tf.float32)[:, None]
     for metric in metrics:

@@ -166,7 +166,10 @@ class RawTextModel(tf_keras.Model):
     grads = tape.gradient(scaled, variables)
     if loss_scaling:
       grads = optimizer.get_unscaled_gradients(grads)
-    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+    # A variable the task's output does not use (the pooler of a per-piece head) gets a zero
+    # gradient, as the trainer gives it (steps.py): its weight decay then runs as the script's.
+    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+             for g, v in zip(grads, variables)]
     optimizer.apply_gradients(zip(grads, variables))
     return self.compute_metrics(x, y, y_pred, sample_weight)
 

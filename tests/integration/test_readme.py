@@ -223,6 +223,16 @@ RULES = [
          r"'multiple_choice'\n$"),
     Rule("text_pair_snippet", r"text_pair=True,\s+sequence_length=64\)",
          stdout=r"\(1, 1\)\n$"),
+    # docs/python_api.md's NER and SQuAD notebooks: the scripts' exports and checkpoints.
+    Rule("token_classifier_snippet", r'TokenClassifier\.from_pretrained\(\s+"albert_base"',
+         produces=["export/ner_notebook/*/saved_model.pb",
+                   "out/ner_notebook/model.ckpt-best.index", "out/ner_notebook/tag_list.json"],
+         stdout=r"\[\['[BIO][-A-Z]*', '[BIO][-A-Z]*', '[BIO][-A-Z]*'\]\]\n(?s:.*)\n[\d.]+\n"
+         r"\[\[.*\]\]\n(?s:.*)\['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC'\] BIO\n$"),
+    Rule("question_answerer_snippet", r'QuestionAnswerer\.from_pretrained\(\s+"albert_base"',
+         produces=["export/squad_notebook/saved_model/*/saved_model.pb",
+                   "out/squad_notebook/model.ckpt-best.index"],
+         stdout=r"\n'[^\n]*' [\d.]+\n'[^\n]*' [\d.]+\n(?s:.*)\n[\d.]+\n(?s:.*)\nsquad_v2\n$"),
     Rule("gradient_tape_snippet", r"with tf\.GradientTape\(\) as tape:\n.*model\.classifier",
          stdout=r"^\d+\.\d+\n$"),
     Rule("mirrored_fit_snippet", r"MirroredStrategy\(\)(?s:.*)TextClassifier"),

@@ -1,6 +1,7 @@
 """bench/experiments/ner_pretraining/run.py: the lookup baseline and the prediction-file reader
 score what they should, and the committed results' summaries follow from their runs."""
 
+import glob
 import json
 import os
 import statistics
@@ -10,7 +11,8 @@ import pytest
 from bench.experiments.ner_pretraining import run
 from tests.helpers.paths import REPO
 
-RESULTS = os.path.join(REPO, "bench", "experiments", "results", "ner_pretraining.json")
+RESULTS = sorted(glob.glob(os.path.join(REPO, "bench", "experiments", "results",
+                                       "ner_pretraining*.json")))
 
 
 def _write(path, sentences):
@@ -40,10 +42,14 @@ def test_the_prediction_file_gives_gold_then_predicted(tmp_path):
                                       ["B-location", "B-location"])
 
 
-@pytest.fixture(scope="module")
-def results():
-  with open(RESULTS, encoding="utf-8") as f:
+@pytest.fixture(scope="module", params=RESULTS, ids=os.path.basename)
+def results(request):
+  with open(request.param, encoding="utf-8") as f:
     return json.load(f)
+
+
+def test_a_results_file_is_committed():
+  assert RESULTS
 
 
 def test_each_seed_ran_both_starts_with_the_same_recipe(results):
@@ -51,6 +57,12 @@ def test_each_seed_ran_both_starts_with_the_same_recipe(results):
     assert [r["seed"] for r in results["runs"][start]] == results["seeds"]
   assert len(results["seeds"]) >= 3
   assert results["baselines"]["all_O"]["test"]["eval_f1"] == 0.0
+  for start, rate in results["learning_rate"].items():  # each start's best on dev, first seed
+    sweep = results["learning_rate_sweep"][start]
+    assert rate == max(sweep, key=lambda run: run["dev"]["eval_f1"])["learning_rate"]
+    assert results["runs"][start][0] == {k: v for k, v in sweep[[r["learning_rate"] for r in
+                                                                 sweep].index(rate)].items()
+                                         if k != "learning_rate"}
 
 
 def test_the_summaries_follow_from_the_runs(results):

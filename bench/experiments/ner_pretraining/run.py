@@ -1,7 +1,8 @@
 """Does pretraining help named-entity recognition? The quickstart's model on real NER data.
 
-Fine-tunes `run_ner.py` on a CoNLL-format data set (WNUT 2017 emerging entities, as
-`python -m albert_tf.cli.download_data --tasks=WNUT17` lays it out) twice per seed: from the
+Fine-tunes `run_ner.py` on a CoNLL-format data set (train, dev and test files: CoNLL-2003's
+English files, or WNUT 2017 as `python -m albert_tf.cli.download_data --tasks=WNUT17` lays it
+out) twice per seed: from the
 quickstart's pretrained checkpoint, and from random weights of the same config and vocabulary,
 with the same recipe, data order and seed. The learning rate is chosen for each start on the
 dev F1 of the first seed (a tiny model wants a larger rate than ALBERT-base's 5e-5, and the
@@ -13,8 +14,9 @@ run: "all O" (no entity: F1 0) and a lookup tagger that gives each word its most
 the training file (what memorising names reaches without a model).
 
   python -m albert_tf.cli.download_data --data_dir=data --tasks=WNUT17
-  python -m bench.experiments.ner_pretraining.run --data_dir=data/wnut17 \
-      --pretrained=quickstart_output/pretrain
+  python -m bench.experiments.ner_pretraining.run --data_dir=data/conll2003 \
+      --pretrained=quickstart_output/pretrain --learning_rates=1e-4,3e-4 \
+      --max_seq_length=64 --doc_stride=32
 
 Only the final checkpoint of each run is evaluated (--save_checkpoints_steps = --train_step),
 so no checkpoint is chosen on the data it is scored on.
@@ -38,13 +40,12 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-  flags.DEFINE_string("data_dir", None, "train/dev/test CoNLL files (download_data's WNUT17).")
+  flags.DEFINE_string("data_dir", None, "train, dev and test CoNLL files (.txt/.conll).")
   flags.DEFINE_string("pretrained", os.path.join(common.REPO, "quickstart_output", "pretrain"),
                       "The pretrained output directory (make quickstart's).")
   flags.DEFINE_string("work_dir", "/tmp/albert_tf_bench_ner", "The fine-tuning runs.")
-  flags.DEFINE_string("output_json",
-                      os.path.join(common.REPO, "bench", "experiments", "results",
-                                   "ner_pretraining.json"), "Where the results go.")
+  flags.DEFINE_string("output_json", None, "Where the results go (default: bench/experiments/"
+                      "results/ner_pretraining_<the data folder's name>.json).")
   flags.DEFINE_list("seeds", ["1", "2", "3"], "One fine-tuning run per seed and start.")
   flags.DEFINE_integer("train_step", 1000, "Fine-tuning steps of each run.")
   flags.DEFINE_integer("warmup_step", 100, "As run_ner.py's.")
@@ -215,7 +216,9 @@ def main(_):
           f"± {results['f1'][start]['dev']['stdev']:.4f}, test F1 "
           f"{results['f1'][start]['test']['mean']:.4f} ± "
           f"{results['f1'][start]['test']['stdev']:.4f} ({len(runs[start])} seeds)")
-  common.write_results(FLAGS.output_json, results)
+  common.write_results(FLAGS.output_json or os.path.join(
+      common.REPO, "bench", "experiments", "results",
+      f"ner_pretraining_{os.path.basename(data_dir)}.json"), results)
 
 
 if __name__ == "__main__":

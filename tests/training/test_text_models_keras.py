@@ -161,6 +161,8 @@ def test_backup_and_restore_resumes_the_epoch_and_the_schedule(spm, initial_weig
                              rtol=1e-5)
   np.testing.assert_allclose(resumed.predict(TEXTS, verbose=0),
                              whole.predict(TEXTS, verbose=0), atol=1e-5)
+  # BackupAndRestore removed its state from the model when the fit ended: it fits again.
+  assert len(resumed.fit(_data(), epochs=1, verbose=0).history["loss"]) == 1
 
 
 def test_mixed_precision_fits_with_float32_logits(spm, initial_weights):

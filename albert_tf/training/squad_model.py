@@ -127,8 +127,7 @@ class QuestionAnswerer(WindowedModel):
     loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
                                             spm_model_file=spm_model_file,
                                             do_lower_case=do_lower_case)
-    if loaded.tokenizer is None or not loaded.tokenizer.spm_model_file:
-      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+    cls._check_sentencepiece(loaded, path)
     fine_tuned = loaded.model_type in kinds.SQUAD_KINDS
     if fine_tuned:
       held = loaded.model_type == kinds.SQUAD_V2
@@ -141,9 +140,7 @@ class QuestionAnswerer(WindowedModel):
     model = cls(loaded.config, loaded.tokenizer.spm_model_file, sequence_length=sequence_length,
                 version_2_with_negative=bool(version_2_with_negative),
                 do_lower_case=loaded.tokenizer.do_lower_case, **kwargs)
-    source = loaded.model if fine_tuned else loaded.model.encoder
-    target = model.squad_model if fine_tuned else model.squad_model.encoder
-    target.set_weights(source.get_weights())
+    model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
     return model
 
   # ------------------------------------------------------------------ the forward pass

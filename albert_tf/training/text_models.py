@@ -120,8 +120,7 @@ class TextClassifier(RawTextModel):
     loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
                                             spm_model_file=spm_model_file,
                                             do_lower_case=do_lower_case)
-    if loaded.tokenizer is None:
-      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+    cls._check_sentencepiece(loaded, path)
     fine_tuned = loaded.model_type in (kinds.CLASSIFIER, kinds.REGRESSION)
     if fine_tuned:
       is_regression = loaded.model_type == kinds.REGRESSION
@@ -143,9 +142,7 @@ class TextClassifier(RawTextModel):
                 sequence_length=sequence_length, text_pair=text_pair,
                 is_regression=is_regression, label_list=label_list,
                 do_lower_case=loaded.tokenizer.do_lower_case, dropout_rate=dropout_rate)
-    source = loaded.model if fine_tuned else loaded.model.encoder
-    target = model.classifier if fine_tuned else model.classifier.encoder
-    target.set_weights(source.get_weights())
+    model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
     return model
 
   # ------------------------------------------------------------------ the forward pass

@@ -160,8 +160,7 @@ class TokenClassifier(WindowedModel):
     loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
                                             spm_model_file=spm_model_file,
                                             do_lower_case=do_lower_case)
-    if loaded.tokenizer is None or not loaded.tokenizer.spm_model_file:
-      raise AlbertError(f"{path}: no SentencePiece model found; pass spm_model_file=")
+    cls._check_sentencepiece(loaded, path)
     fine_tuned = loaded.model_type == kinds.TOKEN_CLASSIFIER
     if fine_tuned:
       recorded = _recorded_tags(path)
@@ -179,9 +178,7 @@ class TokenClassifier(WindowedModel):
                 sequence_length=sequence_length, doc_stride=doc_stride,
                 tag_scheme=tag_scheme or "BIO", do_lower_case=loaded.tokenizer.do_lower_case,
                 dropout_rate=dropout_rate)
-    source = loaded.model if fine_tuned else loaded.model.encoder
-    target = model.token_classifier if fine_tuned else model.token_classifier.encoder
-    target.set_weights(source.get_weights())
+    model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
     return model
 
   # ------------------------------------------------------------------ the forward pass

@@ -63,6 +63,8 @@ class PretrainedAlbert:
     model_type: one of albert_tf.common.kinds.KINDS.
     label_list: the class names of a classifier or token classifier (None otherwise).
     source: the path loaded.
+    checkpoint: what the weights were read from: the checkpoint prefix (a directory's
+      model.ckpt-best, or its newest), the HF or the TF-Hub module directory.
   """
   model: object
   config: AlbertConfig
@@ -70,6 +72,7 @@ class PretrainedAlbert:
   model_type: str
   label_list: Optional[List[str]]
   source: str
+  checkpoint: Optional[str] = None
 
   def predict(self, text_a, text_b=None, max_seq_length=None, batch_size=32):
     """Classifies raw texts as the exported SavedModel's `serving_default` signature does.
@@ -160,7 +163,8 @@ def from_pretrained(path, model_type=None, task_name=None, label_list=None,
                                do_lower_case=found.do_lower_case, albert_config=found.config)
   return PretrainedAlbert(model=model, config=found.config, tokenizer=tokenizer,
                           model_type=kind,
-                          label_list=labels if labeled else None, source=path)
+                          label_list=labels if labeled else None, source=path,
+                          checkpoint=found.checkpoint)
 
 
 def _task_labels(task_name):

@@ -73,6 +73,8 @@ _HEAD_ROWS = ("output_weights", "model/classifier_head/output_weights/.ATTRIBUTE
               "model/token_classifier_head/output_weights/.ATTRIBUTES/VARIABLE_VALUE")
 _HEADLESS = (kinds.ENCODER, kinds.PRETRAINER)  # loading these needs no task head
 _TF2_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"  # how our TF2 checkpoints name a variable
+# Where official-style TF1 checkpoints keep early exit's internal classifiers (official_names).
+_TF1_EARLY_EXIT_PREFIX = "early_exit/"
 # The word embeddings [V, E] in the official layout (plain, or under a hub module's scope) and in
 # ours (a task model's encoder, or an encoder saved alone).
 _WORD_EMBEDDING_NAMES = (
@@ -213,6 +215,11 @@ class CheckpointFormat:
     kind, rows = self.kind()
     return HeldKind((kind,), rows)
 
+  def holds_early_exit(self):
+    """Whether the checkpoint holds early exit's internal classifiers (a classifier trained
+    with --early_exit=patience); only TF1 and TF2 checkpoints can."""
+    return False
+
   def load_into(self, model, label_list=None):
     """Loads every weight of `model` (built for `kind()`); the encoder and pretrainer need no
     task head. Returns a LoadReport (None for our TF2 checkpoints, which fail loudly).
@@ -235,6 +242,10 @@ class _TfFormat(CheckpointFormat):
     return {name: shape for name, shape in
             integrity.checkpoint_reader(self.path).get_variable_to_shape_map().items()
             if "OPTIMIZER_SLOT" not in name}
+
+  def holds_early_exit(self):
+    return any(name.startswith((_TF1_EARLY_EXIT_PREFIX, tf2.EARLY_EXIT_PREFIX))
+               for name in self._shapes())
 
   def vocab_rows(self):
     shapes = self._shapes()

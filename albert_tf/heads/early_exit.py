@@ -9,6 +9,7 @@ shared by all layers as PABEE does with ALBERT.
 """
 
 import numpy as np
+import tensorflow as tf
 import tf_keras
 
 from albert_tf.heads.classification import ClassificationHead
@@ -73,6 +74,23 @@ def layer_loss_weights(num_layers):
   """
   weights = np.arange(1, num_layers + 1, dtype=np.float32)
   return weights / weights.sum()
+
+
+def weighted_layer_losses(loss_fn, labels, layer_logits):
+  """PABEE's per-example training loss: the layers' losses weighted by layer_loss_weights.
+
+  Args:
+    loss_fn: per-example loss of [n] labels under [n, num_classes] logits -> float32 [n].
+    labels: [batch] (or [batch, 1]) class indices or regression targets.
+    layer_logits: float32 [batch, num_layers, num_classes], every layer's logits.
+  Returns:
+    float32 [batch].
+  """
+  num_layers = layer_logits.shape[1]
+  repeated = tf.repeat(tf.reshape(labels, [-1]), num_layers)  # [batch * L], example-major
+  losses = tf.reshape(loss_fn(repeated, tf.reshape(layer_logits, [-1, layer_logits.shape[2]])),
+                      [-1, num_layers])
+  return tf.reduce_sum(losses * layer_loss_weights(num_layers), axis=1)
 
 
 def patience_exit_reference(layer_logits, patience, is_regression=False,

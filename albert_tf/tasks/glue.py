@@ -21,7 +21,7 @@ from albert_tf.common import output_layout
 from albert_tf.data import classifier_features, glue
 from albert_tf.errors import AlbertError
 from albert_tf.export import export_classifier
-from albert_tf.heads.early_exit import layer_loss_weights
+from albert_tf.heads.early_exit import weighted_layer_losses
 from albert_tf.metrics.losses import softmax_cross_entropy
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.tasks.base import Task
@@ -124,11 +124,7 @@ class ClassificationTask(SentenceTaskData, Task):
     layer_logits = outputs.get("layer_logits")
     if layer_logits is None:
       return self._loss(labels["label_ids"], outputs["logits"])
-    num_layers = layer_logits.shape[1]
-    repeated = tf.repeat(labels["label_ids"], num_layers)  # [batch * L], example-major
-    losses = tf.reshape(self._loss(repeated, tf.reshape(layer_logits, [-1, layer_logits.shape[2]])),
-                        [-1, num_layers])
-    return tf.reduce_sum(losses * layer_loss_weights(num_layers), axis=1)
+    return weighted_layer_losses(self._loss, labels["label_ids"], layer_logits)
 
   def _loss(self, label_ids, logits):
     """[n] losses of [n] labels under [n, classes] logits."""

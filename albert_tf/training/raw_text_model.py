@@ -49,12 +49,21 @@ def as_text_column(texts, what):
   return values
 
 
-def check_string_spec(x):
-  """Raises AlbertTextError unless the texts of a tf.data / tensor x are tf.string.
+def is_token_ids(x):
+  """Whether x (inputs, or their spec) are token ids (a dict with input_ids) rather than texts:
+  what a tf.data pipeline holding the preprocessor yields (as a TPU needs: no string ops there)."""
+  return isinstance(x, dict) and "input_ids" in x
+
+
+def check_string_spec(x, token_ids=False):
+  """Raises AlbertTextError unless the texts of a tf.data / tensor x are tf.string (token_ids:
+  or token ids, a dict with input_ids).
 
   Checked here: inside Keras' traced step the error would come wrapped in TensorFlow's."""
   spec = x.element_spec if isinstance(x, tf.data.Dataset) else tf.TensorSpec.from_tensor(x)
   texts = spec[0] if isinstance(spec, tuple) else spec  # (x, y[, weights]) or x
+  if token_ids and is_token_ids(texts):
+    return
   dtypes = {s.dtype for s in tf.nest.flatten(texts)}
   if dtypes - {tf.string}:
     raise AlbertTextError(f"texts: expected strings, got "
@@ -113,6 +122,12 @@ class RawTextModel(tf_keras.Model):
   def _labels(self, y):
     """y checked against the head (NumPy); None / tf.data / tensors untouched."""
     raise NotImplementedError
+
+  def _training_outputs(self, x):
+    """(what the metrics read, what the loss reads) of a training forward pass; both the
+    model's output unless the task's loss reads more (early exit: every layer's logits)."""
+    y_pred = self(x, training=True)
+    return y_pred, y_pred
 
   def _rows(self, x):
     """The number of examples of checked NumPy inputs x (for the schedule's length)."""
@@ -176,8 +191,8 @@ class RawTextModel(tf_keras.Model):
     optimizer = self.optimizer
     loss_scaling = isinstance(optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     with tf.GradientTape() as tape:
-      y_pred = self(x, training=True)
-      loss = self.compute_loss(x, y, y_pred, sample_weight)
+      y_pred, loss_input = self._training_outputs(x)
+      loss = self.compute_loss(x, y, loss_input, sample_weight)
       scaled = optimizer.get_scaled_loss(loss) if loss_scaling else loss
     variables = self.trainable_variables
     grads = tape.gradient(scaled, variables)

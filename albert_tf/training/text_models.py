@@ -8,6 +8,11 @@ regression), the preprocessor inside, `compile()`/`fit()` with the scripts' reci
   model.save_for_serving("export/")     # the SavedModel run_classifier.py --export_dir writes
   model.save_checkpoint("out/model.ckpt-best")   # official TF1 layout; from_pretrained reads it
 
+Early exit (PABEE, as run_classifier.py --early_exit=patience): `early_exit="patience"` adds the
+internal classifiers and trains on the weighted average of every layer's loss (EarlyExitLoss);
+with `patience` set, predict() answers each text from its exit layer (predict_exit_layers()
+says which), and save_for_serving() exports the loop.
+
 What is the scripts' and what is Keras': the classifier is the scripts' AlbertClassifier (same
 variables, official names), its inputs come from an AlbertPreprocessor (the scripts' ids), the
 default optimizer is `optimizer.create_optimizer` (run_classifier.py's AdamW with the official
@@ -29,13 +34,17 @@ from albert_tf import pretrained as pretrained_lib
 from albert_tf.common import kinds, task_labels
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import AlbertError
+from albert_tf.checkpoints import formats
+from albert_tf.checkpoints.init import restore_model_weights
 from albert_tf.export import export_classifier
+from albert_tf.heads.early_exit import weighted_layer_losses
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.text.preprocessor import AlbertPreprocessor
 from albert_tf.text.tokenization import check_vocabulary_fits
 from albert_tf.training.raw_text_model import AlbertTextError
 from albert_tf.training.raw_text_model import as_text_column
 from albert_tf.training.raw_text_model import check_string_spec
+from albert_tf.training.raw_text_model import is_token_ids
 from albert_tf.training.raw_text_model import RawTextModel
 
 
@@ -59,21 +68,58 @@ def _label_errors():
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
+class EarlyExitLoss(tf_keras.losses.Loss):
+  """Early exit's training loss around a task's loss, as run_classifier.py --early_exit's.
+
+  On every layer's logits [batch, L, num_classes] (training): per example, the layers' losses
+  weighted l / (1 + ... + L) (heads/early_exit.py); on one layer's logits [batch, num_classes]
+  (evaluation): the task's loss of those.
+
+  Args:
+    loss: the task's loss: a Keras loss object, function or name.
+  """
+
+  def __init__(self, loss, name="early_exit_loss", **kwargs):
+    super().__init__(name=name, **kwargs)
+    loss = tf_keras.losses.get(loss)
+    # A function gets Keras' label/prediction rank matching, as a Loss object has it.
+    self.task_loss = (loss if isinstance(loss, tf_keras.losses.Loss)
+                      else tf_keras.losses.LossFunctionWrapper(loss))
+
+  def call(self, y_true, y_pred):
+    if y_pred.shape.rank == 3:
+      return weighted_layer_losses(self.task_loss.call, y_true, y_pred)
+    return self.task_loss.call(y_true, y_pred)
+
+  def get_config(self):
+    return {**super().get_config(), "loss": tf_keras.losses.serialize(self.task_loss)}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(tf_keras.losses.deserialize(config.pop("loss")), **config)
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
 class TextClassifier(RawTextModel):
   """Raw text in, logits out: AlbertPreprocessor + AlbertClassifier.
 
-  Inputs: texts tf.string [batch] (text_pair=False), or a pair (text_a, text_b) of [batch].
+  Inputs: texts tf.string [batch] (text_pair=False), or a pair (text_a, text_b) of [batch];
+    or the preprocessor's output, a dict of int32 [batch, sequence_length] input_ids,
+    input_mask, segment_ids (a tf.data that preprocesses, as TPUs need: no strings on them).
   Output: float32 logits [batch, num_classes] (regression: the score, [batch, 1]).
 
   Attributes:
     preprocessor: the AlbertPreprocessor (usable alone, e.g. in a tf.data map).
     classifier: the AlbertClassifier on token ids (what the scripts train, export and save).
     label_list: the class names (None for regression).
+    patience: early exit's patience at inference (settable; None: every layer answers).
   """
 
   def __init__(self, config, num_classes, spm_model_file, sequence_length=128,
                text_pair=False, is_regression=False, label_list=None, do_lower_case=True,
-               dropout_rate=0.1, **kwargs):
+               dropout_rate=0.1, early_exit=None, patience=None, regression_threshold=0.1,
+               **kwargs):
     kwargs.setdefault("name", "text_classifier")
     super().__init__(**kwargs)
     config = config if isinstance(config, AlbertConfig) else AlbertConfig.from_dict(config)
@@ -89,7 +135,9 @@ class TextClassifier(RawTextModel):
     # The vocabulary must be the checkpoint's: more pieces than embedding rows is another model's.
     check_vocabulary_fits(self.preprocessor._py_tokenizer, config)  # pylint: disable=protected-access
     self.classifier = AlbertClassifier(config, num_classes=num_classes,
-                                       is_regression=is_regression, dropout_rate=dropout_rate)
+                                       is_regression=is_regression, dropout_rate=dropout_rate,
+                                       early_exit=early_exit, patience=patience,
+                                       regression_threshold=regression_threshold)
     self.text_pair = bool(text_pair)
     self.label_list = (list(label_list) if label_list is not None
                        else None if is_regression else [str(i) for i in range(num_classes)])
@@ -106,16 +154,37 @@ class TextClassifier(RawTextModel):
   def is_regression(self):
     return self.classifier.is_regression
 
+  @property
+  def early_exit(self):
+    return self.classifier.early_exit
+
+  @property
+  def patience(self):
+    return self.classifier.patience
+
+  @patience.setter
+  def patience(self, value):
+    if value is not None and not self.early_exit:
+      raise AlbertError("patience needs a model built with early_exit=\"patience\"")
+    self.classifier.patience = value
+    # Keras keeps its traced predict/evaluate functions: the loop's patience is traced in.
+    self.predict_function = self.test_function = None
+
   # ------------------------------------------------------------------ loading
   @classmethod
   def from_pretrained(cls, path, num_classes=None, label_list=None, sequence_length=128,
                       text_pair=False, is_regression=False, dropout_rate=0.1, seed=None,
-                      albert_config_file=None, spm_model_file=None, do_lower_case=None):
+                      albert_config_file=None, spm_model_file=None, do_lower_case=None,
+                      early_exit=None, patience=None, regression_threshold=0.1):
     """A TextClassifier on the weights at `path` (anything albert_tf.from_pretrained reads).
 
     A pretrained encoder gets a new head (num_classes, or len(label_list); is_regression: one
     score), initialised as run_classifier.py does (truncated normal 0.02, seeded by `seed`
     when given); a fine-tuned classifier keeps its head and class names.
+
+    early_exit="patience": with internal classifiers (PABEE); those of a checkpoint trained
+    with early exit are read, else they start new, as run_classifier.py --early_exit's.
+    patience, regression_threshold: as --early_exit_patience and --early_exit_threshold.
     """
     loaded = pretrained_lib.from_pretrained(path, albert_config_file=albert_config_file,
                                             spm_model_file=spm_model_file,
@@ -141,13 +210,30 @@ class TextClassifier(RawTextModel):
     model = cls(loaded.config, num_classes, loaded.tokenizer.spm_model_file,
                 sequence_length=sequence_length, text_pair=text_pair,
                 is_regression=is_regression, label_list=label_list,
-                do_lower_case=loaded.tokenizer.do_lower_case, dropout_rate=dropout_rate)
-    model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
+                do_lower_case=loaded.tokenizer.do_lower_case, dropout_rate=dropout_rate,
+                early_exit=early_exit, patience=patience,
+                regression_threshold=regression_threshold)
+    if (early_exit and fine_tuned and loaded.checkpoint
+        and formats.detect(loaded.checkpoint, hub_modules=False).holds_early_exit()):
+      restore_model_weights(model.classifier, loaded.checkpoint, label_list=model.label_list)
+    else:
+      model._take_weights(loaded, fine_tuned)  # pylint: disable=protected-access
     return model
+
+  def _take_weights(self, loaded, fine_tuned):
+    if not (self.early_exit and fine_tuned):
+      super()._take_weights(loaded, fine_tuned)
+      return
+    # A classifier trained without early exit: its encoder and head; the internal ones new.
+    for part in ("encoder", "classifier_head"):
+      getattr(self.classifier, part).set_weights(getattr(loaded.model, part).get_weights())
 
   # ------------------------------------------------------------------ the forward pass
   def preprocess(self, inputs):
-    """Texts (or a pair) -> the classifier's int32 [batch, sequence_length] inputs."""
+    """Texts (or a pair) -> the classifier's int32 [batch, sequence_length] inputs; token ids
+    (input_ids, input_mask, segment_ids: the preprocessor ran in the input pipeline) pass."""
+    if is_token_ids(inputs):
+      return inputs
     if isinstance(inputs, dict):
       inputs = (inputs["text_a"], inputs["text_b"]) if "text_b" in inputs else inputs["text_a"]
     pair = isinstance(inputs, (tuple, list)) and len(inputs) == 2
@@ -161,11 +247,26 @@ class TextClassifier(RawTextModel):
   def call(self, inputs, training=None):
     return self.classifier(self.preprocess(inputs), training=training)["logits"]
 
+  def _training_outputs(self, x):
+    if not self.early_exit:
+      return super()._training_outputs(x)
+    outputs = self.classifier(self.preprocess(x), training=True)
+    # (shared_layers_in_one_loop keeps no per-layer outputs: the last layer's loss alone)
+    return outputs["logits"], outputs.get("layer_logits", outputs["logits"])
+
   # ------------------------------------------------------------------ the task's half
   def _default_loss(self):
     """The mean softmax cross-entropy over the global batch (regression: squared error)."""
     return (tf_keras.losses.MeanSquaredError() if self.is_regression
             else tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+  def compile(self, optimizer="adamw", loss=None, metrics=None, **kwargs):
+    """RawTextModel.compile; with early exit, the loss (yours or the task's) is trained on
+    every layer's logits through EarlyExitLoss."""
+    loss = self._default_loss() if loss is None else loss
+    if self.early_exit and not isinstance(loss, EarlyExitLoss):
+      loss = EarlyExitLoss(loss)
+    super().compile(optimizer, loss=loss, metrics=metrics, **kwargs)
 
   def _default_metrics(self):
     return ([tf_keras.metrics.MeanSquaredError(name="MSE")] if self.is_regression
@@ -175,9 +276,9 @@ class TextClassifier(RawTextModel):
     """x as the model's input: NumPy string columns, or a tf.data / tensors untouched (their
     texts checked to be strings here: inside Keras' traced step the error would come wrapped)."""
     if isinstance(x, (tf.data.Dataset, tf.Tensor)):
-      check_string_spec(x)
+      check_string_spec(x, token_ids=True)
       return self._label_checked(x) if isinstance(x, tf.data.Dataset) else x
-    if x is None:
+    if x is None or is_token_ids(x):
       return x
     if isinstance(x, dict):
       x = (x["text_a"], x["text_b"]) if "text_b" in x else x["text_a"]
@@ -243,6 +344,19 @@ class TextClassifier(RawTextModel):
     with _label_errors():
       return super().evaluate(*args, **kwargs)
 
+  def predict_exit_layers(self, x, batch_size=32):
+    """int32 [N]: the 1-based layer each text's answer comes from (early exit; the last layer
+    without a patience), as run_classifier.py's exit_layers.tsv."""
+    if not self.early_exit:
+      raise AlbertError("exit layers need a model built with early_exit=\"patience\"")
+    x = self._texts(x)
+    dataset = x if isinstance(x, tf.data.Dataset) else (
+        tf.data.Dataset.from_tensor_slices(x).batch(batch_size))
+    exit_layer = tf.function(lambda texts: self.classifier(
+        self.preprocess(texts), training=False)["exit_layer"])
+    layers = [exit_layer(batch).numpy() for batch in dataset]
+    return np.concatenate(layers) if layers else np.zeros([0], np.int32)
+
   def predict_labels(self, x, **kwargs):
     """The class names (regression: the scores) of texts: a list of N."""
     logits = self.predict(x, **kwargs)
@@ -276,4 +390,6 @@ class TextClassifier(RawTextModel):
             "spm_model_file": p.spm_model_file, "sequence_length": p.sequence_length,
             "text_pair": self.text_pair, "is_regression": self.is_regression,
             "label_list": self.label_list, "do_lower_case": p.do_lower_case,
-            "dropout_rate": self.classifier.dropout_rate, "name": self.name}
+            "dropout_rate": self.classifier.dropout_rate, "early_exit": self.early_exit,
+            "patience": self.patience,
+            "regression_threshold": self.classifier.regression_threshold, "name": self.name}

@@ -9,7 +9,8 @@ epoch), AdamW with 2 warm-up steps of 20 and clipping at 1.0. run_classifier.py'
 is read from its TensorBoard scalars (--log_every_n_steps=1: the loss of each step in float32),
 fit()'s from a callback (Keras logs each epoch's running mean: step losses are its differences).
 The same run's --export_dir and save_for_serving() then write the same SavedModel: the same
-files, signatures and answers.
+files, signatures and answers. With --early_exit=patience / early_exit="patience" the two doors
+train on the same PABEE loss and answer from the same exit layers.
 """
 
 import csv
@@ -48,41 +49,89 @@ class _StepLosses(tf_keras.callbacks.Callback):
     self._mean = mean
 
 
+def _run_classifier(root, init, steps, *extra):
+  """run_classifier.py on MRPC from `init`, with the settings fit() is given below."""
+  proc = scripts.run_script("run_classifier.py", [
+      "--task_name=MRPC", "--data_dir=glue", "--do_train",
+      f"--albert_config_file={init}/albert_config.json",
+      f"--spm_model_file={init}/30k-clean.model", f"--init_checkpoint={init}/model.ckpt-best",
+      f"--max_seq_length={LENGTH}", f"--train_batch_size={BATCH}", f"--train_step={steps}",
+      "--warmup_step=2", f"--learning_rate={LR}", "--dropout_prob=0", f"--seed={SEED}",
+      "--shuffle_train_input=false", "--iterations_per_loop=1", "--log_every_n_steps=1",
+      f"--save_checkpoints_steps={steps}", "--output_dir=out", *extra],
+      cwd=str(root), timeout=600)
+  assert proc.returncode == 0, scripts.describe(proc)
+  return scripts.training_losses(str(root / "out"))
+
+
+def _fit(setup, init, steps, **model_args):
+  """TextClassifier fit as the script trains: the same head seed, recipe and batches."""
+  model = TextClassifier.from_pretrained(init, num_classes=2, text_pair=True,
+                                         sequence_length=LENGTH, dropout_rate=0.0, seed=SEED,
+                                         **model_args)
+  model.compile(learning_rate=LR, num_train_steps=steps, num_warmup_steps=2)
+  a, b, y = _mrpc(os.path.join(setup["root"], "glue", "MRPC", "train.tsv"))
+  losses = _StepLosses()
+  model.fit((a, b), y, batch_size=BATCH, epochs=steps * BATCH // len(y), shuffle=False,
+            callbacks=[losses], verbose=0)
+  return model, losses.losses
+
+
 def test_fit_and_run_classifier_agree_step_for_step(tmp_path):
   root = tmp_path
   setup = finetune.mrpc_setup(str(root), n_train=8, n_dev=4)
-  dirs = write_model_directories(root / "models", setup["spm"])
-  init = dirs[TARBALL]
-  proc = scripts.run_script("run_classifier.py", [
-      "--task_name=MRPC", "--data_dir=glue", "--do_train", "--do_eval",
-      f"--albert_config_file={init}/albert_config.json",
-      f"--spm_model_file={init}/30k-clean.model", f"--init_checkpoint={init}/model.ckpt-best",
-      f"--max_seq_length={LENGTH}", f"--train_batch_size={BATCH}", f"--train_step={STEPS}",
-      "--warmup_step=2", f"--learning_rate={LR}", "--dropout_prob=0", f"--seed={SEED}",
-      "--shuffle_train_input=false", "--iterations_per_loop=1", "--log_every_n_steps=1",
-      f"--save_checkpoints_steps={STEPS}", "--output_dir=out", "--export_dir=export"],
-      cwd=str(root), timeout=600)
-  assert proc.returncode == 0, scripts.describe(proc)
-  script_losses = scripts.training_losses(str(root / "out"))
+  init = write_model_directories(root / "models", setup["spm"])[TARBALL]
+  script_losses = _run_classifier(root, init, STEPS, "--do_eval", "--export_dir=export")
   script_accuracy = float(scripts.eval_blocks(str(root / "out" / "eval_results.txt"))[-1][
       "eval_accuracy"])
 
-  model = TextClassifier.from_pretrained(init, num_classes=2, text_pair=True,
-                                         sequence_length=LENGTH, dropout_rate=0.0, seed=SEED)
-  model.compile(learning_rate=LR, num_train_steps=STEPS, num_warmup_steps=2)
-  a, b, y = _mrpc(os.path.join(setup["root"], "glue", "MRPC", "train.tsv"))
-  steps = _StepLosses()
-  model.fit((a, b), y, batch_size=BATCH, epochs=STEPS * BATCH // len(y), shuffle=False,
-            callbacks=[steps], verbose=0)
+  model, losses = _fit(setup, init, STEPS)
   da, db, dy = _mrpc(os.path.join(setup["root"], "glue", "MRPC", "dev.tsv"))
   accuracy = model.evaluate((da, db), dy, verbose=0, return_dict=True)["accuracy"]
 
-  assert len(script_losses) == STEPS and len(steps.losses) == STEPS
-  np.testing.assert_allclose(steps.losses, script_losses, atol=1e-5, rtol=0)
+  assert len(script_losses) == STEPS and len(losses) == STEPS
+  np.testing.assert_allclose(losses, script_losses, atol=1e-5, rtol=0)
   assert accuracy == script_accuracy
   _assert_same_export(scripts.versioned_export(str(root / "export")),
                       model.save_for_serving(root / "notebook_export", task_name="MRPC"),
                       da, db)
+
+
+def test_early_exit_fit_and_run_classifier_agree(tmp_path):
+  """--early_exit=patience, 3 layers: PABEE's loss (every layer's, weighted) step for step; the
+  script's checkpoint read into a TextClassifier with patience 1 answers from the exit layers of
+  the script's exit_layers.tsv with its probabilities; save_checkpoint keeps the internal
+  classifiers and reads back."""
+  root, steps = tmp_path, 8
+  setup = finetune.mrpc_setup(str(root), n_train=8, n_dev=4, n_test=16)
+  init = write_model_directories(root / "models", setup["spm"], num_hidden_layers=3)[TARBALL]
+  script_losses = _run_classifier(root, init, steps, "--do_predict", "--early_exit=patience",
+                                  "--early_exit_patience=1")
+  model, losses = _fit(setup, init, steps, early_exit="patience")
+  assert len(script_losses) == steps and len(losses) == steps
+  np.testing.assert_allclose(losses, script_losses, atol=1e-5, rtol=0)
+
+  ta, tb, _ = _mrpc(os.path.join(setup["root"], "glue", "MRPC", "test.tsv"))
+  script_exits = [int(line.split("\t")[1]) for line in
+                  (root / "out" / "exit_layers.tsv").read_text().splitlines()[1:]]
+  assert len(set(script_exits)) == 2, script_exits  # some leave early, some run every layer
+  trained = TextClassifier.from_pretrained(root / "out", text_pair=True, sequence_length=LENGTH,
+                                           early_exit="patience", patience=1)
+  assert trained.predict_exit_layers((ta, tb)).tolist() == script_exits
+  probabilities = tf.nn.softmax(trained.predict((ta, tb), verbose=0)).numpy()
+  np.testing.assert_allclose(probabilities, np.loadtxt(root / "out" / "test_results.tsv"),
+                             atol=1e-5)
+  # Without a patience every layer answers; the internal classifiers survive save_checkpoint.
+  assert set(model.predict_exit_layers((ta, tb)).tolist()) == {3}
+  model.patience = 1
+  model.save_checkpoint(root / "notebook" / "model.ckpt-best")
+  back = TextClassifier.from_pretrained(root / "notebook", text_pair=True,
+                                        sequence_length=LENGTH, early_exit="patience",
+                                        patience=1)
+  np.testing.assert_array_equal(back.predict_exit_layers((ta, tb)),
+                                model.predict_exit_layers((ta, tb)))
+  np.testing.assert_allclose(back.predict((ta, tb), verbose=0),
+                             model.predict((ta, tb), verbose=0), atol=1e-6)
 
 
 def _files(version_dir):

@@ -235,7 +235,16 @@ RULES = [
          stdout=r"\n'[^\n]*' [\d.]+\n'[^\n]*' [\d.]+\n(?s:.*)\n[\d.]+\n(?s:.*)\nsquad_v2\n$"),
     Rule("gradient_tape_snippet", r"with tf\.GradientTape\(\) as tape:\n.*model\.classifier",
          stdout=r"^\d+\.\d+\n$"),
-    Rule("mirrored_fit_snippet", r"MirroredStrategy\(\)(?s:.*)TextClassifier"),
+    Rule("mirrored_fit_snippet", r"(?<!Worker)MirroredStrategy\(\)(?s:.*)TextClassifier"),
+    Rule("multi_worker_fit_snippet", r"MultiWorkerMirroredStrategy\(\)(?s:.*)TextClassifier"),
+    # (no TPU here: the block's fallback runs, on token ids from its tf.data pipeline)
+    Rule("tpu_fit_snippet", r"TPUClusterResolver\(\)(?s:.*)TextClassifier",
+         stdout=r"\[('[01]', ){3}'[01]'\]\n$"),
+    # docs/python_api.md's early exit: the export with its loop, the TF1 checkpoint, and the
+    # stand-in's 2 layers where patience 2 lets no text leave early.
+    Rule("early_exit_snippet", r'early_exit="patience"\)',
+         produces=["export/early_exit/*/saved_model.pb", "out/early_exit/model.ckpt-best.index"],
+         stdout=r"array\(\[2, 2, 2, 2\], dtype=int32\)\n$"),
     # docs/python_api.md's callbacks: each epoch's weights and the TensorBoard events written,
     # a tf.data with a label the head has not stopped by one message.
     Rule("keras_callbacks_snippet", r'BackupAndRestore\("out/keras/backup"\)',

@@ -17,9 +17,13 @@ from tests.helpers.model_dirs import TARBALL, write_model_directories
 from tests.helpers.paths import REPO
 from tests.helpers.text import make_tiny_spm_model
 
-# Float sums in another order (per replica, then across), which Adam's normalised steps can
-# bring to 3e-5 on a weight whose gradient is near 0: far below how far the weights move.
-TOLERANCE = 1e-4
+# The runs sum the same floats in another order (per replica, then across). Adam moves each
+# weight by about the learning rate per step whatever its gradient's size, so that rounding, on
+# a gradient element near 0, becomes a different step: a few weights in ten thousand end up to
+# 2e-4 apart (measured on two machines; 0.2 % of the ~0.1 the weights move). So: every weight
+# within WEIGHT_ATOL, nearly all within BULK_ATOL, the losses within LOSS_RTOL: a run on other
+# batches, or without the other replicas' gradients, takes other steps of about 1e-2 each.
+WEIGHT_ATOL, BULK_ATOL, BULK_SHARE, LOSS_RTOL = 1e-3, 1e-4, 0.99, 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +55,16 @@ def _assert_trained_alike(out, run, reference_out, reference="one"):
   ref_before, ref_after = _weights(reference_out, reference)
   for got, want in zip(before, ref_before):  # the same initial model (seeded head)
     np.testing.assert_array_equal(got, want)
-  moved = max(float(np.abs(a - b).max()) for a, b in zip(ref_after, ref_before))
-  assert moved > 100 * TOLERANCE, moved  # the fit moved the weights: equal ends mean something
+  # (the model's scalar counters left out: they count batches, they are not trained)
+  moved = max(float(np.abs(a - b).max()) for a, b in zip(ref_after, ref_before) if np.ndim(a))
+  assert moved > 50 * WEIGHT_ATOL, moved  # the fit moved the weights: equal ends mean something
   for got, want in zip(after, ref_after):
-    np.testing.assert_allclose(got, want, rtol=TOLERANCE, atol=TOLERANCE)
+    np.testing.assert_allclose(got, want, rtol=0, atol=WEIGHT_ATOL)
+  apart = np.concatenate([np.abs(got - want).ravel() for got, want in zip(after, ref_after)])
+  assert np.mean(apart <= BULK_ATOL) >= BULK_SHARE, np.sort(apart)[-20:]
   got_loss = json.loads((out / f"{run}.json").read_text())["loss"]
   want_loss = json.loads((reference_out / f"{reference}.json").read_text())["loss"]
-  np.testing.assert_allclose(got_loss, want_loss, rtol=TOLERANCE)
+  np.testing.assert_allclose(got_loss, want_loss, rtol=LOSS_RTOL)
 
 
 @pytest.mark.parametrize("run", ["tpu_input", "tpu_xla"])

@@ -120,6 +120,16 @@ def feature_records(path):
   return {k: v.astype(np.int32) for k, v in records.items()}, labels
 
 
+def middle_gap_boundary(margins):
+  """The middle of the widest gap between the sorted middle half of `margins` (a 1-D array): a
+  class boundary there splits the examples about in half, and none sits near it (where
+  compiled and uncompiled rounding could answer differently)."""
+  margin = np.sort(margins)
+  n = len(margin)
+  k = max(range(n // 4, max(n // 4 + 1, 3 * n // 4)), key=lambda i: margin[i + 1] - margin[i])
+  return (margin[k] + margin[k + 1]) / 2
+
+
 def disagreeing_early_exit_checkpoint(root, record_files, layers=4):
   """A 4-layer early-exit classifier (encoder and heads drawn from a seed) under which, at
   patience 1, the examples of each of `record_files` (TFRecords of MRPC features) exit at three
@@ -141,16 +151,12 @@ def disagreeing_early_exit_checkpoint(root, record_files, layers=4):
     for head in heads:
       head.output_weights.assign(
           5 * rng.normal(size=head.output_weights.shape).astype(np.float32))
-    # Each layer's boundary in the widest gap between the middle half of these examples'
-    # margins: it splits them about in half, and no example sits near it (where compiled and
-    # uncompiled rounding could answer differently).
+    # Each layer's boundary in the widest middle gap of these examples' margins.
     layer_logits = np.concatenate([model(x, training=False)["layer_logits"].numpy()
                                    for x in inputs])
     for layer, head in enumerate(heads):
-      margin = np.sort(layer_logits[:, layer, 0] - layer_logits[:, layer, 1])
-      n = len(margin)
-      k = max(range(n // 4, max(n // 4 + 1, 3 * n // 4)), key=lambda i: margin[i + 1] - margin[i])
-      head.output_bias.assign(np.array([-(margin[k] + margin[k + 1]) / 2, 0.0], np.float32))
+      boundary = middle_gap_boundary(layer_logits[:, layer, 0] - layer_logits[:, layer, 1])
+      head.output_bias.assign(np.array([-boundary, 0.0], np.float32))
     model.patience = 1
     exits = [model(x, training=False)["exit_layer"].numpy() for x in inputs]
     # Wanted: a batch's first example leaving early while another of its batch (of 4) runs

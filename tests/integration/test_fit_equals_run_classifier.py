@@ -98,17 +98,14 @@ def test_fit_and_run_classifier_agree_step_for_step(tmp_path):
 
 
 def _split_first_layer(model, texts):
-  """Moves the bias of the layer-1 internal classifier of `model` (a TextClassifier with early
-  exit) into the widest gap of the middle half of its margins on `texts`: about half the
+  """Moves the class boundary of the layer-1 internal classifier of `model` (a TextClassifier
+  with early exit) into the widest middle gap of its margins on `texts`: about half the
   examples change class there, so at patience 1 some leave at layer 2 and some run every layer,
   whatever a few training steps made of the heads (they often answer one class for all)."""
   head = model.classifier.early_exit_classifiers.heads[0]
   logits = model.classifier(model.preprocess(texts), training=False)["layer_logits"].numpy()
-  margin = np.sort(logits[:, 0, 0] - logits[:, 0, 1])
-  n = len(margin)
-  k = max(range(n // 4, 3 * n // 4), key=lambda i: margin[i + 1] - margin[i])
   bias = head.output_bias.numpy()
-  bias[0] -= (margin[k] + margin[k + 1]) / 2
+  bias[0] -= finetune.middle_gap_boundary(logits[:, 0, 0] - logits[:, 0, 1])
   head.output_bias.assign(bias)
 
 
